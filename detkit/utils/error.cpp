@@ -1,0 +1,1 @@
+#include "detkit/utils/error.h"

@@ -1,0 +1,18 @@
+#pragma once
+// Small string helpers shared by the config system and the CLI.
+#include <string>
+#include <vector>
+
+namespace detkit {
+
+/// Levenshtein distance between a and b.
+size_t edit_distance(const std::string& a, const std::string& b);
+
+/// The candidate closest to `word` by edit distance, or "" when none is plausibly a typo of it.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+std::vector<std::string> split(const std::string& s, char sep);
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
+std::string trim(const std::string& s);
+
+}  // namespace detkit

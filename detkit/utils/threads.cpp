@@ -1,0 +1,31 @@
+#include "detkit/utils/threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "detkit/utils/error.h"
+
+namespace detkit {
+
+int configure_threads(int requested) {
+  int n = requested;
+  if (n <= 0) {
+    if (const char* env = std::getenv("DETKIT_NUM_THREADS"); env && *env) {
+      try {
+        n = std::stoi(env);
+      } catch (const std::exception&) {
+        throw Error(std::string("DETKIT_NUM_THREADS must be a positive integer, got '") + env + "'");
+      }
+      if (n <= 0) throw Error(std::string("DETKIT_NUM_THREADS must be positive, got '") + env + "'");
+    }
+  }
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  at::set_num_threads(n);
+  return n;
+}
+
+}  // namespace detkit
