@@ -1,0 +1,206 @@
+// Loading Detectron2 YAML files (with _BASE_ chains) into a CfgNode, and dumping one back.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "detkit/config/cfg_node.h"
+#include "detkit/utils/error.h"
+#include "detkit/utils/strings.h"
+
+namespace detkit::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_one_of(const std::string& s, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (s == w) return true;
+  return false;
+}
+
+// A plain (unquoted) YAML scalar resolved as PyYAML's safe_load does, except that exponent-only
+// floats such as 1e-4 are floats (PyYAML would read a string and Detectron2 would then refuse it).
+CfgValue resolve_plain(const std::string& s) {
+  if (is_one_of(s, {"", "~", "null", "Null", "NULL"})) return CfgValue();
+  if (is_one_of(s, {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}))
+    return CfgValue(true);
+  if (is_one_of(s, {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}))
+    return CfgValue(false);
+  if (is_one_of(s, {".inf", ".Inf", ".INF", "+.inf"})) return CfgValue(HUGE_VAL);
+  if (is_one_of(s, {"-.inf", "-.Inf", "-.INF"})) return CfgValue(-HUGE_VAL);
+  CfgValue number = parse_literal(s);
+  if (number.kind() == CfgValue::Kind::Int || number.kind() == CfgValue::Kind::Float) return number;
+  return CfgValue(s);
+}
+
+bool needs_quotes(const std::string& s) {
+  if (resolve_plain(s).kind() != CfgValue::Kind::String) return true;
+  if (std::string("-?:,[]{}#&*!|>'\"%@` ").find(s.front()) != std::string::npos) return true;
+  if (s.back() == ' ' || s.back() == ':') return true;
+  return s.find(": ") != std::string::npos || s.find(" #") != std::string::npos ||
+         s.find('\n') != std::string::npos;
+}
+
+std::string yaml_scalar(const CfgValue& v) {
+  switch (v.kind()) {
+    case CfgValue::Kind::Null: return "null";
+    case CfgValue::Kind::Bool: return v.as_bool() ? "true" : "false";
+    case CfgValue::Kind::Int: return std::to_string(v.as_int());
+    case CfgValue::Kind::Float: return format_float(v.as_float());
+    case CfgValue::Kind::String: {
+      const std::string& s = v.as_string();
+      if (!needs_quotes(s)) return s;
+      std::string out = "'";
+      for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+      return out + "'";
+    }
+    case CfgValue::Kind::List: return "[]";  // only empty lists are written inline
+  }
+  return "";
+}
+
+// Block list in PyYAML's layout: items at the key's indentation, nested lists as "- - x".
+void dump_list(const CfgValue& list, int indent, const std::string& first_prefix,
+               std::string& out) {
+  const auto& items = list.as_list();
+  for (size_t j = 0; j < items.size(); ++j) {
+    std::string prefix = (j == 0 ? first_prefix : std::string(indent, ' ')) + "- ";
+    const CfgValue& item = items[j];
+    if (item.kind() == CfgValue::Kind::List && !item.as_list().empty())
+      dump_list(item, indent + 2, prefix, out);
+    else
+      out += prefix + yaml_scalar(item) + "\n";
+  }
+}
+
+}  // namespace
+
+struct YamlIO {
+  CfgNode& root;
+  std::vector<std::string> stack;  // canonical paths of the files being loaded, for cycles
+
+  // As yacs does, a string at the top of a value is read again as a Python literal, so
+  // `MIN_SIZE_TRAIN: (640, 672)` is a tuple; strings inside lists stay strings.
+  CfgValue to_value(const YAML::Node& node, const std::string& key, const std::string& file,
+                    bool top_level = true) {
+    switch (node.Type()) {
+      case YAML::NodeType::Null: return CfgValue();
+      case YAML::NodeType::Scalar: {
+        CfgValue v = node.Tag() == "!" ? CfgValue(node.Scalar()) : resolve_plain(node.Scalar());
+        if (top_level && v.kind() == CfgValue::Kind::String) v = parse_literal(v.as_string());
+        return v;
+      }
+      case YAML::NodeType::Sequence: {
+        std::vector<CfgValue> items;
+        for (const auto& item : node) items.push_back(to_value(item, key, file, false));
+        return CfgValue::list(std::move(items));
+      }
+      default:
+        throw Error("config key '" + key + "' in " + file +
+                    " is a value, but the file gives it a mapping");
+    }
+  }
+
+  void apply(const YAML::Node& mapping, const std::string& prefix, const std::string& file) {
+    for (const auto& entry : mapping) {
+      std::string name = entry.first.as<std::string>();
+      if (prefix.empty() && name == "_BASE_") continue;
+      std::string key = prefix + name;
+      const YAML::Node& value = entry.second;
+      if (root.find_section(key)) {
+        if (value.IsNull()) continue;  // "SECTION:" with nothing under it
+        if (!value.IsMap())
+          throw Error("config key '" + key + "' in " + file +
+                      " is a section; expected a mapping of its keys");
+        apply(value, key + ".", file);
+        continue;
+      }
+      const CfgNode::Leaf* leaf = root.find_leaf(key);
+      if (!leaf) root.unknown_key(key, file);
+      CfgValue v = to_value(value, key, file);
+      // A plain scalar under a string key is that string (NAME: 123 means "123").
+      if (leaf->type == CfgValue::Kind::String && value.IsScalar() && !v.is_null() &&
+          v.kind() != CfgValue::Kind::String)
+        v = CfgValue(value.Scalar());
+      root.set(key, v, file);
+    }
+  }
+
+  void load(const std::string& path, const std::string& included_from) {
+    std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
+    if (!fs::is_regular_file(canonical)) {
+      if (included_from.empty()) throw Error("config file '" + path + "' does not exist");
+      throw Error("_BASE_ file '" + path + "' included from " + included_from + " does not exist");
+    }
+    if (std::find(stack.begin(), stack.end(), canonical) != stack.end()) {
+      std::vector<std::string> chain(std::find(stack.begin(), stack.end(), canonical), stack.end());
+      chain.push_back(canonical);
+      throw Error("_BASE_ cycle: " + join(chain, " -> "));
+    }
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(canonical);
+    } catch (const YAML::Exception& e) {
+      throw Error("config file " + path + ": YAML error at line " + std::to_string(e.mark.line + 1) +
+                  ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+    if (doc.IsNull()) return;  // an empty file changes nothing
+    if (!doc.IsMap()) throw Error("config file " + path + " must hold a mapping of config keys");
+    stack.push_back(canonical);
+    const YAML::Node& const_doc = doc;
+    if (const YAML::Node base = const_doc["_BASE_"]) {
+      if (!base.IsScalar())
+        throw Error("_BASE_ in " + path + " must be a file name, got a " +
+                    (base.IsSequence() ? "list" : "mapping"));
+      std::string base_path = base.Scalar();
+      if (base_path.rfind("~", 0) == 0 && std::getenv("HOME"))
+        base_path = std::getenv("HOME") + base_path.substr(1);
+      if (fs::path(base_path).is_relative())
+        base_path = (fs::path(canonical).parent_path() / base_path).string();
+      load(base_path, path);
+    }
+    apply(doc, "", path);
+    stack.pop_back();
+  }
+
+  static void dump(const CfgNode& node, int indent, std::string& out) {
+    std::set<std::string> names;
+    for (const auto& [name, leaf] : node.leaves_) names.insert(name);
+    for (const auto& [name, child] : node.sections_) names.insert(name);
+    std::string pad(indent, ' ');
+    for (const auto& name : names) {
+      auto leaf = node.leaves_.find(name);
+      if (leaf == node.leaves_.end()) {
+        out += pad + name + ":\n";
+        dump(*node.sections_.at(name), indent + 2, out);
+        continue;
+      }
+      const CfgValue& v = leaf->second.value;
+      if (v.kind() == CfgValue::Kind::List && !v.as_list().empty()) {
+        out += pad + name + ":\n";
+        dump_list(v, indent, pad, out);
+      } else {
+        out += pad + name + ": " + yaml_scalar(v) + "\n";
+      }
+    }
+  }
+};
+
+void CfgNode::merge_from_file(const std::string& path) {
+  if (frozen_) throw Error("cannot merge '" + path + "': the config is frozen");
+  CfgNode merged(*this);  // all or nothing: an error leaves this tree as it was
+  YamlIO io{merged, {}};
+  io.load(path, "");
+  *this = std::move(merged);
+}
+
+std::string CfgNode::dump() const {
+  std::string out;
+  YamlIO::dump(*this, 0, out);
+  return out;
+}
+
+}  // namespace detkit::config

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs detkit's Debian 12 dependencies (nothing else is downloaded) and builds it in ./build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+PACKAGES=(
+  cmake ninja-build g++ ccache
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  libopencv-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
+  libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  python3-torchvision
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build

@@ -1,0 +1,14 @@
+#pragma once
+// Each `detkit <command>` registers its flags on the CLI app and runs when chosen.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace detkit::tools {
+
+/// Adds the subcommand to `app`; the returned function runs it (after parsing) and returns the
+/// process exit code.
+using CommandRunner = std::function<int()>;
+CommandRunner add_config_command(CLI::App& app);
+
+}  // namespace detkit::tools

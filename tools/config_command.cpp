@@ -1,0 +1,34 @@
+// detkit config --config-file X.yaml [KEY VALUE ...]: prints the merged config as YAML.
+#include <iostream>
+#include <memory>
+
+#include "detkit/config/defaults.h"
+#include "tools/commands.h"
+
+namespace detkit::tools {
+
+CommandRunner add_config_command(CLI::App& app) {
+  struct Options {
+    std::string config_file;
+    std::vector<std::string> overrides;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "config", "Print the merged config (defaults, the file's _BASE_ chain, overrides) as YAML");
+  cmd->add_option("--config-file", options->config_file, "Detectron2-style YAML config file")
+      ->required();
+  cmd->add_option("overrides", options->overrides,
+                  "KEY VALUE pairs, e.g. SOLVER.BASE_LR 0.0025 INPUT.MIN_SIZE_TRAIN \"(640, 672)\"");
+  cmd->footer("Example: detkit config --config-file configs/Base-RCNN-FPN.yaml SOLVER.IMS_PER_BATCH 2\n");
+  return [cmd, options]() {
+    if (!*cmd) return -1;
+    config::CfgNode cfg = config::get_cfg();
+    cfg.merge_from_file(options->config_file);
+    cfg.merge_from_list(options->overrides);
+    cfg.freeze();
+    std::cout << cfg.dump();
+    return 0;
+  };
+}
+
+}  // namespace detkit::tools

@@ -1,0 +1,33 @@
+// detkit: one binary, Detectron2's commands. Errors print on one line and exit non-zero.
+#include <iostream>
+
+#include "detkit/utils/error.h"
+#include "detkit/utils/threads.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
+  app.require_subcommand(1);
+  int num_threads = 0;
+  app.add_option("--num-threads", num_threads,
+                 "libtorch threads (default: $DETKIT_NUM_THREADS, else every core)");
+  std::vector<detkit::tools::CommandRunner> commands = {
+      detkit::tools::add_config_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    detkit::configure_threads(num_threads);
+    for (auto& run : commands) {
+      int code = run();
+      if (code >= 0) return code;
+    }
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "detkit: error: " << e.what() << "\n";
+    return 1;
+  }
+}
