@@ -53,5 +53,11 @@ function(detkit_add_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  gtest_discover_tests(test_${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${ARG_LABELS}")
+  # gtest_discover_tests (CMake 3.25) passes only one label through; further labels go on the
+  # test folder (one test binary per folder, so they reach exactly this binary's tests).
+  list(POP_FRONT ARG_LABELS first_label)
+  gtest_discover_tests(test_${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS ${first_label})
+  if(ARG_LABELS)
+    set_property(DIRECTORY APPEND PROPERTY LABELS ${ARG_LABELS})
+  endif()
 endfunction()

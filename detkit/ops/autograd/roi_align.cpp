@@ -1,0 +1,86 @@
+// Autograd kernels of detkit::roi_align: the gradient flows to `input` (none to rois), so a C++
+// loss.backward() reaches the feature maps. Double backward is refused with an error.
+#include "detkit/ops/roi_align.h"
+
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+namespace detkit::ops {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class RoiAlignFunction : public torch::autograd::Function<RoiAlignFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
+                               const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                               int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
+    ctx->saved_data["spatial_scale"] = spatial_scale;
+    ctx->saved_data["pooled_height"] = pooled_height;
+    ctx->saved_data["pooled_width"] = pooled_width;
+    ctx->saved_data["sampling_ratio"] = sampling_ratio;
+    ctx->saved_data["aligned"] = aligned;
+    ctx->saved_data["input_shape"] = input.sizes();
+    ctx->save_for_backward({rois});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return {roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                      aligned)};
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const at::Tensor rois = ctx->get_saved_variables()[0];
+    const auto shape = ctx->saved_data["input_shape"].toIntVector();
+    at::Tensor grad_input = roi_align_backward(
+        grad_output[0], rois, ctx->saved_data["spatial_scale"].toDouble(),
+        ctx->saved_data["pooled_height"].toInt(), ctx->saved_data["pooled_width"].toInt(), shape[0],
+        shape[1], shape[2], shape[3], ctx->saved_data["sampling_ratio"].toInt(),
+        ctx->saved_data["aligned"].toBool());
+    // One entry per forward argument: input, rois, spatial_scale, pooled h/w, sampling, aligned.
+    return {grad_input,   at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class RoiAlignBackwardFunction : public torch::autograd::Function<RoiAlignBackwardFunction> {
+ public:
+  static variable_list forward(AutogradContext* /*ctx*/, const at::Tensor& grad,
+                               const at::Tensor& rois, double spatial_scale, int64_t pooled_height,
+                               int64_t pooled_width, int64_t batch_size, int64_t channels,
+                               int64_t height, int64_t width, int64_t sampling_ratio,
+                               bool aligned) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return {roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
+                               channels, height, width, sampling_ratio, aligned)};
+  }
+
+  static variable_list backward(AutogradContext* /*ctx*/, const variable_list& /*grad_output*/) {
+    TORCH_CHECK(false, "detkit::roi_align: double backward is not supported");
+  }
+};
+
+at::Tensor roi_align_autograd(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
+                              int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                              bool aligned) {
+  return RoiAlignFunction::apply(input, rois, spatial_scale, pooled_height, pooled_width,
+                                 sampling_ratio, aligned)[0];
+}
+
+at::Tensor roi_align_backward_autograd(const at::Tensor& grad, const at::Tensor& rois,
+                                       double spatial_scale, int64_t pooled_height,
+                                       int64_t pooled_width, int64_t batch_size, int64_t channels,
+                                       int64_t height, int64_t width, int64_t sampling_ratio,
+                                       bool aligned) {
+  return RoiAlignBackwardFunction::apply(grad, rois, spatial_scale, pooled_height, pooled_width,
+                                         batch_size, channels, height, width, sampling_ratio,
+                                         aligned)[0];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(detkit, Autograd, m) {
+  m.impl("roi_align", roi_align_autograd);
+  m.impl("_roi_align_backward", roi_align_backward_autograd);
+}
+
+}  // namespace detkit::ops

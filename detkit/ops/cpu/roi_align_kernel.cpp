@@ -1,0 +1,275 @@
+// CPU kernels of detkit::roi_align and detkit::_roi_align_backward.
+//
+// Arithmetic follows torchvision's CPU kernel expression by expression (same sample positions,
+// same summation order), so results match it to the last bit. Forward is parallel over
+// (roi, channel) pairs; backward is parallel over channels: a channel's gradient plane is written
+// by one thread only, in the same order as a sequential loop, so there are no races and the result
+// does not depend on the thread count.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace detkit::ops {
+namespace {
+
+// One bilinear sample: offsets of its four neighbours in an H*W plane and their weights. A sample
+// outside the map has offsets 0 and weights 0; one inside always has a weight >= 1/4.
+template <typename T>
+struct Sample {
+  int32_t pos1, pos2, pos3, pos4;
+  T w1, w2, w3, w4;
+  bool outside() const { return w1 == 0 && w2 == 0 && w3 == 0 && w4 == 0; }
+};
+
+// Sampling geometry of one roi: bins of bin_h x bin_w map pixels from (start_h, start_w), each
+// averaged over grid_h x grid_w samples (count = their number, at least 1).
+template <typename T>
+struct RoiGeometry {
+  int64_t batch;
+  T start_h, start_w, bin_h, bin_w;
+  int64_t grid_h, grid_w;
+  T count;
+};
+
+struct PoolSettings {
+  double spatial_scale;
+  int64_t pooled_height, pooled_width, sampling_ratio;
+  bool aligned;
+};
+
+template <typename T>
+RoiGeometry<T> roi_geometry(const T* roi, const PoolSettings& s) {
+  const T scale = static_cast<T>(s.spatial_scale);
+  const T offset = s.aligned ? T(0.5) : T(0);
+  RoiGeometry<T> g;
+  g.batch = static_cast<int64_t>(roi[0]);
+  g.start_w = roi[1] * scale - offset;
+  g.start_h = roi[2] * scale - offset;
+  T roi_width = roi[3] * scale - offset - g.start_w;
+  T roi_height = roi[4] * scale - offset - g.start_h;
+  if (!s.aligned) {  // legacy ROIAlign: degenerate boxes become 1x1
+    roi_width = std::max(roi_width, T(1));
+    roi_height = std::max(roi_height, T(1));
+  }
+  g.bin_h = roi_height / static_cast<T>(s.pooled_height);
+  g.bin_w = roi_width / static_cast<T>(s.pooled_width);
+  const int64_t grid_h = s.sampling_ratio > 0
+                             ? s.sampling_ratio
+                             : static_cast<int64_t>(std::ceil(roi_height / s.pooled_height));
+  const int64_t grid_w = s.sampling_ratio > 0
+                             ? s.sampling_ratio
+                             : static_cast<int64_t>(std::ceil(roi_width / s.pooled_width));
+  g.grid_h = std::max<int64_t>(grid_h, 0);  // an inverted aligned box samples nothing
+  g.grid_w = std::max<int64_t>(grid_w, 0);
+  g.count = static_cast<T>(std::max<int64_t>(g.grid_h * g.grid_w, 1));
+  return g;
+}
+
+template <typename T>
+Sample<T> bilinear_sample(int64_t height, int64_t width, T y, T x) {
+  if (!(y >= -1.0 && y <= height && x >= -1.0 && x <= width)) {  // also catches NaN
+    return {0, 0, 0, 0, T(0), T(0), T(0), T(0)};
+  }
+  if (y <= 0) y = 0;
+  if (x <= 0) x = 0;
+  int64_t y_low = static_cast<int64_t>(y);
+  int64_t x_low = static_cast<int64_t>(x);
+  int64_t y_high = y_low + 1;
+  int64_t x_high = x_low + 1;
+  if (y_low >= height - 1) {
+    y_high = y_low = height - 1;
+    y = static_cast<T>(y_low);
+  }
+  if (x_low >= width - 1) {
+    x_high = x_low = width - 1;
+    x = static_cast<T>(x_low);
+  }
+  const T ly = y - y_low, lx = x - x_low;
+  const T hy = T(1) - ly, hx = T(1) - lx;
+  auto offset = [width](int64_t row, int64_t col) {
+    return static_cast<int32_t>(row * width + col);
+  };
+  return {offset(y_low, x_low),
+          offset(y_low, x_high),
+          offset(y_high, x_low),
+          offset(y_high, x_high),
+          hy * hx,
+          hy * lx,
+          ly * hx,
+          ly * lx};
+}
+
+// All samples of one roi in (ph, pw, iy, ix) order; shared by every channel.
+template <typename T>
+void roi_samples(const RoiGeometry<T>& g, const PoolSettings& s, int64_t height, int64_t width,
+                 std::vector<Sample<T>>& out) {
+  out.clear();
+  out.reserve(s.pooled_height * s.pooled_width * g.grid_h * g.grid_w);
+  for (int64_t ph = 0; ph < s.pooled_height; ++ph) {
+    for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
+      for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+        const T y = g.start_h + ph * g.bin_h +
+                    static_cast<T>(iy + .5f) * g.bin_h / static_cast<T>(g.grid_h);
+        for (int64_t ix = 0; ix < g.grid_w; ++ix) {
+          const T x = g.start_w + pw * g.bin_w +
+                      static_cast<T>(ix + .5f) * g.bin_w / static_cast<T>(g.grid_w);
+          out.push_back(bilinear_sample(height, width, y, x));
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSettings& s,
+                  at::Tensor& output) {
+  const int64_t channels = input.size(1), height = input.size(2), width = input.size(3);
+  const int64_t num_rois = rois.size(0);
+  const int64_t bins = s.pooled_height * s.pooled_width;
+  const T* in = input.data_ptr<T>();
+  const T* roi_data = rois.data_ptr<T>();
+  T* out = output.data_ptr<T>();
+  // Work items are (roi, channel) pairs in output order; a thread rebuilds the samples only when
+  // its roi changes.
+  at::parallel_for(0, num_rois * channels, 1, [&](int64_t begin, int64_t end) {
+    std::vector<Sample<T>> samples;
+    RoiGeometry<T> g{};
+    int64_t current_roi = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t k = item / channels, c = item % channels;
+      if (k != current_roi) {
+        g = roi_geometry(roi_data + k * 5, s);
+        roi_samples(g, s, height, width, samples);
+        current_roi = k;
+      }
+      const T* plane = in + (g.batch * channels + c) * height * width;
+      const int64_t per_bin = g.grid_h * g.grid_w;
+      const Sample<T>* p = samples.data();
+      T* out_bins = out + item * bins;
+      for (int64_t b = 0; b < bins; ++b) {
+        T sum = 0;
+        for (int64_t i = 0; i < per_bin; ++i, ++p) {
+          sum += p->w1 * plane[p->pos1] + p->w2 * plane[p->pos2] + p->w3 * plane[p->pos3] +
+                 p->w4 * plane[p->pos4];
+        }
+        out_bins[b] = sum / g.count;
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSettings& s,
+                   at::Tensor& grad_input) {
+  const int64_t channels = grad_input.size(1), height = grad_input.size(2);
+  const int64_t width = grad_input.size(3), num_rois = rois.size(0);
+  const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
+  const T* g_out = grad.data_ptr<T>();
+  const T* roi_data = rois.data_ptr<T>();
+  T* g_in = grad_input.data_ptr<T>();
+  at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
+    std::vector<Sample<T>> samples;
+    for (int64_t k = 0; k < num_rois; ++k) {
+      const RoiGeometry<T> g = roi_geometry(roi_data + k * 5, s);
+      roi_samples(g, s, height, width, samples);
+      const int64_t per_bin = g.grid_h * g.grid_w;
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        T* plane = g_in + (g.batch * channels + c) * height * width;
+        const Sample<T>* p = samples.data();
+        for (int64_t ph = 0; ph < s.pooled_height; ++ph) {
+          for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
+            const T bin_grad = g_out[k * sn + c * sc + ph * sh + pw * sw];
+            for (int64_t i = 0; i < per_bin; ++i, ++p) {
+              if (p->outside()) continue;
+              plane[p->pos1] += bin_grad * p->w1 / g.count;
+              plane[p->pos2] += bin_grad * p->w2 / g.count;
+              plane[p->pos3] += bin_grad * p->w3 / g.count;
+              plane[p->pos4] += bin_grad * p->w4 / g.count;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Checks rois (K, 5) and the settings for a (batch_size, *, height, width) feature map.
+void check_settings(const at::Tensor& rois, const PoolSettings& s, int64_t batch_size,
+                    int64_t height, int64_t width) {
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5,
+              "roi_align: rois must be (K, 5) [batch_index, x1, y1, x2, y2], got ", rois.sizes());
+  TORCH_CHECK(s.pooled_height > 0 && s.pooled_width > 0,
+              "roi_align: pooled size must be positive, got ", s.pooled_height, "x",
+              s.pooled_width);
+  TORCH_CHECK(height * width <= std::numeric_limits<int32_t>::max(), "roi_align: a feature map of ",
+              height, "x", width, " pixels is too large");
+  TORCH_CHECK(s.sampling_ratio >= 0, "roi_align: sampling_ratio must be >= 0 (0 = adaptive), got ",
+              s.sampling_ratio);
+  const at::Tensor r = rois.to(at::kDouble).contiguous();
+  const double* v = r.data_ptr<double>();
+  for (int64_t k = 0; k < rois.size(0); ++k, v += 5) {
+    TORCH_CHECK(v[0] >= 0 && v[0] < batch_size, "roi_align: roi ", k, " has batch index ", v[0],
+                " outside [0, ", batch_size, ")");
+    TORCH_CHECK(
+        std::isfinite(v[1]) && std::isfinite(v[2]) && std::isfinite(v[3]) && std::isfinite(v[4]),
+        "roi_align: roi ", k, " has a non-finite corner (", v[1], ", ", v[2], ", ", v[3], ", ",
+        v[4], ")");
+  }
+}
+
+at::Tensor roi_align_forward_kernel(const at::Tensor& input, const at::Tensor& rois,
+                                    double spatial_scale, int64_t pooled_height,
+                                    int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
+  TORCH_CHECK(input.dim() == 4, "roi_align: input must be (N, C, H, W), got ", input.sizes());
+  TORCH_CHECK(input.scalar_type() == rois.scalar_type(), "roi_align: input is ",
+              input.scalar_type(), " but rois are ", rois.scalar_type());
+  const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
+  check_settings(rois, s, input.size(0), input.size(2), input.size(3));
+  at::Tensor output =
+      at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
+  if (output.numel() == 0 || input.numel() == 0) return output;
+  const at::Tensor input_c = input.contiguous(), rois_c = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "roi_align_forward",
+                             [&] { forward_impl<scalar_t>(input_c, rois_c, s, output); });
+  return output;
+}
+
+at::Tensor roi_align_backward_kernel(const at::Tensor& grad, const at::Tensor& rois,
+                                     double spatial_scale, int64_t pooled_height,
+                                     int64_t pooled_width, int64_t batch_size, int64_t channels,
+                                     int64_t height, int64_t width, int64_t sampling_ratio,
+                                     bool aligned) {
+  const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
+  check_settings(rois, s, batch_size, height, width);
+  TORCH_CHECK(batch_size >= 0 && channels >= 0 && height >= 0 && width >= 0,
+              "roi_align backward: input shape must be non-negative, got (", batch_size, ", ",
+              channels, ", ", height, ", ", width, ")");
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              "roi_align backward: grad must be (", rois.size(0), ", ", channels, ", ",
+              pooled_height, ", ", pooled_width, "), got ", grad.sizes());
+  TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
+              grad.scalar_type(), " but rois are ", rois.scalar_type());
+  at::Tensor grad_input = at::zeros({batch_size, channels, height, width}, grad.options());
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  const at::Tensor rois_c = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward",
+                             [&] { backward_impl<scalar_t>(grad, rois_c, s, grad_input); });
+  return grad_input;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(detkit, CPU, m) {
+  m.impl("roi_align", TORCH_FN(roi_align_forward_kernel));
+  m.impl("_roi_align_backward", TORCH_FN(roi_align_backward_kernel));
+}
+
+}  // namespace detkit::ops
