@@ -97,6 +97,30 @@ BitMasks PolygonMasks::to_bitmasks(int64_t height, int64_t width) const {
   return BitMasks::from_polygon_masks(*this, height, width);
 }
 
+at::Tensor PolygonMasks::crop_and_resize(const at::Tensor& boxes, int64_t mask_size) const {
+  TORCH_CHECK(boxes.dim() == 2 && boxes.size(0) == size() && boxes.size(1) == 4,
+              "crop_and_resize needs (", size(), ", 4) boxes, got ", boxes.sizes());
+  at::Tensor b = boxes.detach().to(at::kFloat).contiguous();
+  auto acc = b.accessor<float, 2>();
+  std::vector<at::Tensor> masks;
+  for (int64_t i = 0; i < size(); ++i) {
+    // Detectron2 computes the box size in float32 and the scaling in float64.
+    const float x0 = acc[i][0], y0 = acc[i][1];
+    const float w = acc[i][2] - x0, h = acc[i][3] - y0;
+    const double ratio_w = mask_size / std::max<double>(w, 0.1);
+    const double ratio_h = mask_size / std::max<double>(h, 0.1);
+    std::vector<Polygon> local = polygons_[i];
+    for (auto& p : local)
+      for (size_t k = 0; k + 1 < p.size(); k += 2) {
+        p[k] = (p[k] - static_cast<double>(x0)) * ratio_w;
+        p[k + 1] = (p[k + 1] - static_cast<double>(y0)) * ratio_h;
+      }
+    masks.push_back(polygons_to_bitmask(local, mask_size, mask_size));
+  }
+  if (masks.empty()) return at::zeros({0, mask_size, mask_size}, at::kBool);
+  return at::stack(masks);
+}
+
 PolygonMasks PolygonMasks::cat(const std::vector<PolygonMasks>& masks) {
   std::vector<std::vector<Polygon>> all;
   for (const auto& m : masks) all.insert(all.end(), m.polygons_.begin(), m.polygons_.end());

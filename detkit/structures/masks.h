@@ -35,6 +35,9 @@ class PolygonMasks {
   PolygonMasks index(const at::Tensor& indices) const;
   /// Rasterised as pycocotools does (polygon -> RLE -> union -> pixels).
   BitMasks to_bitmasks(int64_t height, int64_t width) const;
+  /// Mask targets: instance i's polygons cut to boxes[i] (XYXY, (N, 4)) and rasterised on a
+  /// mask_size x mask_size grid, as Detectron2's crop_and_resize. Returns (N, M, M) bool.
+  at::Tensor crop_and_resize(const at::Tensor& boxes, int64_t mask_size) const;
 
   static PolygonMasks cat(const std::vector<PolygonMasks>& masks);
 

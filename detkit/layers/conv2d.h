@@ -1,0 +1,49 @@
+#pragma once
+// Conv2d with an optional norm and ReLU, as Detectron2's layers.Conv2d: the convolution's
+// parameters are "weight"/"bias" and the norm is the child "norm", so state-dict names read
+// "res2.0.conv1.weight", "res2.0.conv1.norm.running_mean".
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+
+namespace detkit::layers {
+
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(int64_t, kernel_size);
+  TORCH_ARG(int64_t, stride) = 1;
+  TORCH_ARG(int64_t, padding) = 0;
+  TORCH_ARG(int64_t, dilation) = 1;
+  TORCH_ARG(int64_t, groups) = 1;
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(std::string, norm) = "";  // see make_norm()
+  TORCH_ARG(bool, relu) = false;      // ReLU after the norm
+};
+
+class Conv2dImpl : public torch::nn::Module {
+ public:
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  at::Tensor forward(const at::Tensor& x);
+
+  const Conv2dOptions& options() const { return options_; }
+  at::Tensor& weight() { return weight_; }
+  at::Tensor& bias() { return bias_; }
+
+ private:
+  Conv2dOptions options_;
+  at::Tensor weight_, bias_;
+  torch::nn::AnyModule norm_;
+};
+TORCH_MODULE(Conv2d);
+
+/// Caffe2's "MSRA" fill (Detectron2's c2_msra_fill): kaiming normal, fan_out, ReLU gain; bias 0.
+void c2_msra_fill(Conv2d& conv);
+/// Caffe2's "Xavier" fill (Detectron2's c2_xavier_fill): kaiming uniform with a = 1; bias 0.
+void c2_xavier_fill(Conv2d& conv);
+
+}  // namespace detkit::layers

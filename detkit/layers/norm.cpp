@@ -1,0 +1,20 @@
+#include "detkit/layers/norm.h"
+
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "detkit/layers/frozen_batch_norm.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::layers {
+
+torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
+  if (name.empty()) return {};
+  if (name == "BN" || name == "SyncBN")
+    return torch::nn::AnyModule(torch::nn::BatchNorm2d(channels));
+  if (name == "FrozenBN") return torch::nn::AnyModule(FrozenBatchNorm2d(channels));
+  if (name == "GN") return torch::nn::AnyModule(torch::nn::GroupNorm(32, channels));
+  throw Error("unknown norm '" + name + "'; known: '' (none), BN, SyncBN, FrozenBN, GN");
+}
+
+}  // namespace detkit::layers

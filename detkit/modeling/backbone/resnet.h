@@ -1,0 +1,45 @@
+#pragma once
+// ResNet / ResNeXt in Detectron2's layout: stem ("stem.conv1"), stages "res2".."res5" of
+// numbered blocks with conv1..conv3 (+ "shortcut"); basic blocks for depth 18/34, bottlenecks
+// for 50/101/152; FrozenBN/BN/GN; stages up to FREEZE_AT frozen (BN there becomes FrozenBN).
+#include <torch/nn/modules/container/sequential.h>
+
+#include <vector>
+
+#include "detkit/modeling/backbone/backbone.h"
+#include "detkit/modeling/backbone/resnet_blocks.h"
+
+namespace detkit::modeling {
+
+struct ResNetOptions {
+  TORCH_ARG(int64_t, depth) = 50;
+  TORCH_ARG(int64_t, in_channels) = 3;
+  TORCH_ARG(int64_t, stem_out_channels) = 64;
+  TORCH_ARG(int64_t, res2_out_channels) = 256;
+  TORCH_ARG(int64_t, num_groups) = 1;
+  TORCH_ARG(int64_t, width_per_group) = 64;
+  TORCH_ARG(bool, stride_in_1x1) = true;
+  TORCH_ARG(int64_t, res5_dilation) = 1;
+  TORCH_ARG(std::string, norm) = "FrozenBN";
+  TORCH_ARG(int64_t, freeze_at) = 2;  // 0: nothing, 1: stem, 2: stem + res2, ...
+  TORCH_ARG(std::vector<std::string>, out_features) = std::vector<std::string>{"res4"};
+};
+
+/// MODEL.RESNETS.* and MODEL.BACKBONE.FREEZE_AT.
+ResNetOptions resnet_options_from_config(const config::CfgNode& cfg, int64_t in_channels);
+
+class ResNet : public Backbone {
+ public:
+  explicit ResNet(const ResNetOptions& options);
+  FeatureMap forward(const at::Tensor& images) override;
+  layers::ShapeSpecs output_shape() const override;
+
+ private:
+  ResNetOptions options_;
+  BasicStem stem_{nullptr};
+  std::vector<std::string> stage_names_;
+  std::vector<torch::nn::Sequential> stages_;
+  layers::ShapeSpecs shapes_;  // of every stage built, including "stem"
+};
+
+}  // namespace detkit::modeling

@@ -1,0 +1,106 @@
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+
+#include <ATen/ATen.h>
+
+#include "detkit/ops/paste_masks.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::modeling {
+
+using structures::Boxes;
+using structures::Instances;
+
+GeneralizedRCNN::GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
+                                 std::shared_ptr<ProposalGenerator> proposal_generator,
+                                 std::shared_ptr<ROIHeads> roi_heads,
+                                 std::vector<double> pixel_mean, std::vector<double> pixel_std)
+    : backbone_(register_module("backbone", std::move(backbone))),
+      proposal_generator_(register_module("proposal_generator", std::move(proposal_generator))),
+      roi_heads_(register_module("roi_heads", std::move(roi_heads))) {
+  if (pixel_mean.size() != pixel_std.size())
+    throw Error("MODEL.PIXEL_MEAN and MODEL.PIXEL_STD must have the same length");
+  pixel_mean_ = at::tensor(pixel_mean, at::kFloat).reshape({-1, 1, 1});
+  pixel_std_ = at::tensor(pixel_std, at::kFloat).reshape({-1, 1, 1});
+}
+
+structures::ImageList GeneralizedRCNN::preprocess_image(const std::vector<ModelInput>& batch) const {
+  if (batch.empty()) throw Error("GeneralizedRCNN: empty batch");
+  std::vector<at::Tensor> images;
+  for (const auto& input : batch) {
+    TORCH_CHECK(input.image.dim() == 3 && input.image.size(0) == pixel_mean_.size(0),
+                "model input must be (", pixel_mean_.size(0), ", H, W), got ", input.image.sizes());
+    images.push_back((input.image.to(at::kFloat) - pixel_mean_) / pixel_std_);
+  }
+  return structures::ImageList::from_tensors(images, backbone_->size_divisibility());
+}
+
+LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
+  TORCH_CHECK(is_training(), "GeneralizedRCNN::losses needs training mode (model->train())");
+  std::vector<Instances> targets;
+  for (const auto& input : batch) {
+    if (!input.instances) throw Error("GeneralizedRCNN: a training input has no instances");
+    targets.push_back(*input.instances);
+  }
+  auto images = preprocess_image(batch);
+  FeatureMap features = backbone_->forward(images.tensor());
+  ProposalOutput proposals = proposal_generator_->forward(images, features, &targets);
+  ROIHeadsOutput heads = roi_heads_->forward(images, features, proposals.proposals, &targets);
+  LossDict losses = heads.losses;
+  for (auto& [name, loss] : proposals.losses) losses[name] = loss;
+  return losses;
+}
+
+std::vector<Instances> GeneralizedRCNN::inference(const std::vector<ModelInput>& batch) {
+  TORCH_CHECK(!is_training(), "GeneralizedRCNN::inference needs eval mode (model->eval())");
+  auto images = preprocess_image(batch);
+  FeatureMap features = backbone_->forward(images.tensor());
+  ProposalOutput proposals = proposal_generator_->forward(images, features, nullptr);
+  ROIHeadsOutput heads = roi_heads_->forward(images, features, proposals.proposals, nullptr);
+  std::vector<Instances> out;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    int64_t h = batch[i].height > 0 ? batch[i].height : images.image_sizes()[i].first;
+    int64_t w = batch[i].width > 0 ? batch[i].width : images.image_sizes()[i].second;
+    out.push_back(detector_postprocess(heads.instances[i], h, w));
+  }
+  return out;
+}
+
+Instances detector_postprocess(const Instances& results, int64_t height, int64_t width,
+                               double mask_threshold) {
+  const double scale_x = static_cast<double>(width) / results.image_width();
+  const double scale_y = static_cast<double>(height) / results.image_height();
+  Instances scaled(height, width);
+  for (const auto& name : results.field_names()) scaled.set(name, results.get(name));
+  Boxes boxes = results.boxes("pred_boxes").clone();
+  boxes.scale(scale_x, scale_y);
+  boxes.clip(height, width);
+  scaled.set("pred_boxes", boxes);
+  Instances kept = scaled.index(boxes.nonempty());
+  if (kept.has("pred_masks")) {
+    at::Tensor probs = kept.tensor("pred_masks");
+    kept.set("pred_masks", ops::paste_masks_in_image(probs.select(1, 0),
+                                                     kept.boxes("pred_boxes").tensor(), height,
+                                                     width, mask_threshold));
+  }
+  return kept;
+}
+
+std::shared_ptr<GeneralizedRCNN> build_model(const config::CfgNode& cfg) {
+  const std::string arch = cfg.get_string("MODEL.META_ARCHITECTURE");
+  if (arch != "GeneralizedRCNN")
+    throw Error("unknown MODEL.META_ARCHITECTURE '" + arch + "'; registered: GeneralizedRCNN");
+  const std::string device = cfg.get_string("MODEL.DEVICE");
+  if (device != "cpu" && device != "cuda")
+    throw Error("MODEL.DEVICE must be 'cpu' or 'cuda', got '" + device + "'");
+  if (cfg.get_bool("MODEL.LOAD_PROPOSALS"))
+    throw Error("MODEL.LOAD_PROPOSALS True (precomputed proposals) is not supported yet");
+  auto backbone = build_backbone(cfg);
+  auto shapes = backbone->output_shape();
+  auto proposal_generator = build_proposal_generator(cfg, shapes);
+  auto roi_heads = build_roi_heads(cfg, shapes);
+  return std::make_shared<GeneralizedRCNN>(backbone, proposal_generator, roi_heads,
+                                           cfg.get_float_list("MODEL.PIXEL_MEAN"),
+                                           cfg.get_float_list("MODEL.PIXEL_STD"));
+}
+
+}  // namespace detkit::modeling

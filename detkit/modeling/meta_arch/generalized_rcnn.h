@@ -1,0 +1,55 @@
+#pragma once
+// GeneralizedRCNN: normalise and pad the images, backbone -> proposal generator -> ROI heads.
+// Training returns Detectron2's loss dict; inference returns detections per image rescaled to
+// the original image size, with masks pasted (threshold 0.5). Child names: backbone,
+// proposal_generator, roi_heads — so state dicts match Detectron2's.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "detkit/modeling/backbone/backbone.h"
+#include "detkit/modeling/proposal_generator/proposal_generator.h"
+#include "detkit/modeling/roi_heads/roi_heads.h"
+
+namespace detkit::modeling {
+
+/// One image as the model takes it (Detectron2's dataset dict after mapping).
+struct ModelInput {
+  at::Tensor image;  // (C, H, W) float, in INPUT.FORMAT channel order, 0..255, resized
+  int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
+  std::optional<structures::Instances> instances;  // training targets, in the resized frame
+};
+
+class GeneralizedRCNN : public torch::nn::Module {
+ public:
+  GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
+                  std::shared_ptr<ProposalGenerator> proposal_generator,
+                  std::shared_ptr<ROIHeads> roi_heads, std::vector<double> pixel_mean,
+                  std::vector<double> pixel_std);
+
+  /// Training mode: the summed-later loss dict ("loss_rpn_cls", "loss_rpn_loc", "loss_cls",
+  /// "loss_box_reg", "loss_mask").
+  LossDict losses(const std::vector<ModelInput>& batch);
+  /// Eval mode: per image "pred_boxes", "scores", "pred_classes" (and "pred_masks" (R, H, W)
+  /// bool) in the original image's size.
+  std::vector<structures::Instances> inference(const std::vector<ModelInput>& batch);
+
+  structures::ImageList preprocess_image(const std::vector<ModelInput>& batch) const;
+  const std::shared_ptr<Backbone>& backbone() const { return backbone_; }
+
+ private:
+  std::shared_ptr<Backbone> backbone_;
+  std::shared_ptr<ProposalGenerator> proposal_generator_;
+  std::shared_ptr<ROIHeads> roi_heads_;
+  at::Tensor pixel_mean_, pixel_std_;  // (C, 1, 1); not in the state dict, as in Detectron2
+};
+
+/// Builds MODEL.META_ARCHITECTURE (GeneralizedRCNN) with its backbone and heads from the config.
+std::shared_ptr<GeneralizedRCNN> build_model(const config::CfgNode& cfg);
+
+/// Rescales one image's detections from the network's input size to (height, width), clips,
+/// drops empty boxes and pastes masks into full-image bool masks at `mask_threshold`.
+structures::Instances detector_postprocess(const structures::Instances& results, int64_t height,
+                                           int64_t width, double mask_threshold = 0.5);
+
+}  // namespace detkit::modeling

@@ -1,0 +1,134 @@
+#include "detkit/modeling/roi_heads/fast_rcnn.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include "detkit/layers/losses.h"
+#include "detkit/ops/batched_nms.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::modeling {
+
+using structures::Boxes;
+using structures::Instances;
+
+FastRCNNOutputLayersOptions fast_rcnn_options_from_config(const config::CfgNode& cfg,
+                                                          int64_t input_size) {
+  FastRCNNOutputLayersOptions o;
+  o.input_size = input_size;
+  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+  o.cls_agnostic_bbox_reg = cfg.get_bool("MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG");
+  auto w = cfg.get_float_list("MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS");
+  if (w.size() != 4) throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS must have 4 values");
+  o.bbox_reg_weights = {w[0], w[1], w[2], w[3]};
+  o.smooth_l1_beta = cfg.get_float("MODEL.ROI_BOX_HEAD.SMOOTH_L1_BETA");
+  o.bbox_reg_loss_weight = cfg.get_float("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_WEIGHT");
+  o.test_score_thresh = cfg.get_float("MODEL.ROI_HEADS.SCORE_THRESH_TEST");
+  o.test_nms_thresh = cfg.get_float("MODEL.ROI_HEADS.NMS_THRESH_TEST");
+  o.test_topk_per_image = cfg.get_int("TEST.DETECTIONS_PER_IMAGE");
+  const std::string loss_type = cfg.get_string("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE");
+  if (loss_type != "smooth_l1")
+    throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE '" + loss_type +
+                "' is not supported yet (supported: smooth_l1)");
+  for (const char* key : {"MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE", "MODEL.ROI_BOX_HEAD.USE_FED_LOSS"})
+    if (cfg.get_bool(key)) throw Error(std::string(key) + " True is not supported yet");
+  return o;
+}
+
+FastRCNNOutputLayersImpl::FastRCNNOutputLayersImpl(const FastRCNNOutputLayersOptions& o)
+    : options_(o), box2box_(o.bbox_reg_weights) {
+  const int64_t reg_classes = o.cls_agnostic_bbox_reg ? 1 : o.num_classes;
+  cls_score_ = register_module("cls_score", torch::nn::Linear(o.input_size, o.num_classes + 1));
+  bbox_pred_ = register_module("bbox_pred", torch::nn::Linear(o.input_size, reg_classes * 4));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(cls_score_->weight, 0.0, 0.01);
+  torch::nn::init::normal_(bbox_pred_->weight, 0.0, 0.001);
+  cls_score_->bias.zero_();
+  bbox_pred_->bias.zero_();
+}
+
+std::pair<at::Tensor, at::Tensor> FastRCNNOutputLayersImpl::forward(const at::Tensor& x) {
+  at::Tensor flat = x.dim() > 2 ? x.flatten(1) : x;
+  return {cls_score_->forward(flat), bbox_pred_->forward(flat)};
+}
+
+LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor>& predictions,
+                                          const std::vector<Instances>& proposals) const {
+  const auto& [scores, deltas] = predictions;
+  std::vector<at::Tensor> classes, proposal_boxes, gt_boxes;
+  for (const auto& p : proposals) {
+    classes.push_back(p.tensor("gt_classes"));
+    proposal_boxes.push_back(p.boxes("proposal_boxes").tensor());
+    gt_boxes.push_back(p.has("gt_boxes") ? p.boxes("gt_boxes").tensor()
+                                         : p.boxes("proposal_boxes").tensor());
+  }
+  at::Tensor gt_classes = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
+  at::Tensor loss_cls = gt_classes.numel() == 0
+                            ? scores.sum() * 0.0
+                            : at::cross_entropy_loss(scores, gt_classes);
+  // Box regression on foreground ROIs, with the deltas of their ground-truth class.
+  at::Tensor props = proposal_boxes.empty() ? at::zeros({0, 4}) : at::cat(proposal_boxes);
+  at::Tensor targets = gt_boxes.empty() ? at::zeros({0, 4}) : at::cat(gt_boxes);
+  at::Tensor fg = ((gt_classes >= 0) & (gt_classes < options_.num_classes)).nonzero().select(1, 0);
+  at::Tensor fg_deltas = deltas.size(1) == 4
+                             ? deltas.index_select(0, fg)
+                             : deltas.view({-1, options_.num_classes, 4})
+                                   .index({fg, gt_classes.index_select(0, fg)});
+  at::Tensor gt_deltas = box2box_.get_deltas(props.index_select(0, fg), targets.index_select(0, fg));
+  at::Tensor loss_box = layers::smooth_l1_loss_sum(fg_deltas, gt_deltas, options_.smooth_l1_beta) /
+                        std::max<double>(gt_classes.numel(), 1.0);
+  return {{"loss_cls", loss_cls}, {"loss_box_reg", loss_box * options_.bbox_reg_loss_weight}};
+}
+
+Instances fast_rcnn_inference_single_image(at::Tensor boxes, at::Tensor scores,
+                                           int64_t image_height, int64_t image_width,
+                                           double score_thresh, double nms_thresh,
+                                           int64_t topk_per_image) {
+  at::Tensor valid = at::isfinite(boxes).all(1) & at::isfinite(scores).all(1);
+  if (!valid.all().item<bool>()) {
+    boxes = boxes.index({valid});
+    scores = scores.index({valid});
+  }
+  scores = scores.narrow(1, 0, scores.size(1) - 1);  // drop background
+  const int64_t reg_classes = boxes.size(1) / 4;
+  Boxes flat(boxes.reshape({-1, 4}));
+  flat.clip(image_height, image_width);
+  boxes = flat.tensor().view({-1, reg_classes, 4});
+  at::Tensor mask = scores > score_thresh;  // (R, K)
+  at::Tensor inds = mask.nonzero();         // (D, 2): roi, class
+  at::Tensor kept_boxes = reg_classes == 1 ? boxes.select(1, 0).index_select(0, inds.select(1, 0))
+                                           : boxes.index({mask});
+  at::Tensor kept_scores = scores.index({mask});
+  at::Tensor keep = ops::batched_nms(kept_boxes, kept_scores, inds.select(1, 1), nms_thresh);
+  if (topk_per_image >= 0 && keep.size(0) > topk_per_image) keep = keep.narrow(0, 0, topk_per_image);
+  Instances result(image_height, image_width);
+  result.set("pred_boxes", Boxes(kept_boxes.index_select(0, keep)));
+  result.set("scores", kept_scores.index_select(0, keep));
+  result.set("pred_classes", inds.select(1, 1).index_select(0, keep));
+  return result;
+}
+
+std::vector<Instances> FastRCNNOutputLayersImpl::inference(
+    const std::pair<at::Tensor, at::Tensor>& predictions,
+    const std::vector<Instances>& proposals) const {
+  const auto& [scores, deltas] = predictions;
+  std::vector<int64_t> counts;
+  std::vector<at::Tensor> proposal_boxes;
+  for (const auto& p : proposals) {
+    counts.push_back(p.size());
+    proposal_boxes.push_back(p.boxes("proposal_boxes").tensor());
+  }
+  at::Tensor boxes = box2box_.apply_deltas(deltas, at::cat(proposal_boxes));
+  at::Tensor probs = at::softmax(scores, -1);
+  auto boxes_per_image = boxes.split_with_sizes(counts);
+  auto probs_per_image = probs.split_with_sizes(counts);
+  std::vector<Instances> out;
+  for (size_t i = 0; i < proposals.size(); ++i)
+    out.push_back(fast_rcnn_inference_single_image(
+        boxes_per_image[i], probs_per_image[i], proposals[i].image_height(),
+        proposals[i].image_width(), options_.test_score_thresh, options_.test_nms_thresh,
+        options_.test_topk_per_image));
+  return out;
+}
+
+}  // namespace detkit::modeling

@@ -1,0 +1,61 @@
+#pragma once
+// FastRCNNOutputLayers: per-ROI class scores (K + 1, background last) and box deltas, with
+// Detectron2's losses (cross-entropy; smooth-L1 on foreground deltas / number of ROIs) and
+// inference (softmax, per-class boxes, score threshold, per-class NMS, top-k). Child names:
+// "cls_score", "bbox_pred".
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <utility>
+#include <vector>
+
+#include "detkit/config/cfg_node.h"
+#include "detkit/modeling/box_regression.h"
+#include "detkit/modeling/proposal_generator/proposal_generator.h"
+#include "detkit/structures/instances.h"
+
+namespace detkit::modeling {
+
+struct FastRCNNOutputLayersOptions {
+  int64_t input_size = 1024;
+  int64_t num_classes = 80;
+  bool cls_agnostic_bbox_reg = false;
+  std::array<double, 4> bbox_reg_weights = {10, 10, 5, 5};
+  double smooth_l1_beta = 0;
+  double bbox_reg_loss_weight = 1.0;
+  double test_score_thresh = 0.05;
+  double test_nms_thresh = 0.5;
+  int64_t test_topk_per_image = 100;
+};
+
+FastRCNNOutputLayersOptions fast_rcnn_options_from_config(const config::CfgNode& cfg,
+                                                          int64_t input_size);
+
+class FastRCNNOutputLayersImpl : public torch::nn::Module {
+ public:
+  explicit FastRCNNOutputLayersImpl(const FastRCNNOutputLayersOptions& options);
+  /// x: (R, input_size) -> scores (R, K + 1), deltas (R, 4 or 4K).
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& x);
+  /// proposals: per image, "proposal_boxes", "gt_classes" and (for foreground) "gt_boxes".
+  LossDict losses(const std::pair<at::Tensor, at::Tensor>& predictions,
+                  const std::vector<structures::Instances>& proposals) const;
+  /// Detections per image: "pred_boxes", "scores", "pred_classes", in the proposals' image size.
+  std::vector<structures::Instances> inference(const std::pair<at::Tensor, at::Tensor>& predictions,
+                                               const std::vector<structures::Instances>& proposals) const;
+  const FastRCNNOutputLayersOptions& options() const { return options_; }
+
+ private:
+  FastRCNNOutputLayersOptions options_;
+  torch::nn::Linear cls_score_{nullptr}, bbox_pred_{nullptr};
+  Box2BoxTransform box2box_;
+};
+TORCH_MODULE(FastRCNNOutputLayers);
+
+/// One image's detections from per-class boxes (R, 4K or 4) and probabilities (R, K + 1).
+structures::Instances fast_rcnn_inference_single_image(at::Tensor boxes, at::Tensor scores,
+                                                       int64_t image_height, int64_t image_width,
+                                                       double score_thresh, double nms_thresh,
+                                                       int64_t topk_per_image);
+
+}  // namespace detkit::modeling

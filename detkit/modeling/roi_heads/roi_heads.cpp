@@ -1,0 +1,178 @@
+#include "detkit/modeling/roi_heads/roi_heads.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "detkit/modeling/sampling.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::modeling {
+
+using structures::Boxes;
+using structures::Instances;
+
+StandardROIHeads::StandardROIHeads(const StandardROIHeadsOptions& o, ROIPooler box_pooler,
+                                   std::shared_ptr<BoxHead> box_head,
+                                   FastRCNNOutputLayers box_predictor,
+                                   std::optional<ROIPooler> mask_pooler,
+                                   std::shared_ptr<MaskHead> mask_head)
+    : options_(o),
+      matcher_(o.iou_thresholds, o.iou_labels, /*allow_low_quality_matches=*/false),
+      box_pooler_(std::move(box_pooler)),
+      box_head_(register_module("box_head", std::move(box_head))),
+      box_predictor_(register_module("box_predictor", std::move(box_predictor))),
+      mask_pooler_(std::move(mask_pooler)),
+      mask_head_(mask_head ? register_module("mask_head", std::move(mask_head)) : nullptr) {}
+
+std::vector<at::Tensor> StandardROIHeads::select(const FeatureMap& features) const {
+  std::vector<at::Tensor> out;
+  for (const auto& name : options_.in_features) {
+    auto it = features.find(name);
+    if (it == features.end()) throw Error("MODEL.ROI_HEADS.IN_FEATURES: no feature '" + name + "'");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<Instances> StandardROIHeads::label_and_sample_proposals(
+    std::vector<Instances> proposals, const std::vector<Instances>& targets) const {
+  TORCH_CHECK(proposals.size() == targets.size(), "ROI heads: ", proposals.size(),
+              " proposal lists for ", targets.size(), " targets");
+  // Ground truth as extra proposals with a (practically) certain objectness, as Detectron2.
+  const double gt_logit = std::log((1.0 - 1e-10) / (1 - (1.0 - 1e-10)));
+  std::vector<Instances> sampled;
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    const Instances& gt = targets[i];
+    Instances props = proposals[i];
+    if (options_.proposal_append_gt) {
+      Instances gt_props(props.image_height(), props.image_width());
+      const Boxes& gt_boxes = gt.boxes("gt_boxes");
+      gt_props.set("proposal_boxes", gt_boxes);
+      gt_props.set("objectness_logits", at::full({gt_boxes.size()}, gt_logit, at::kFloat));
+      props = Instances::cat({props, gt_props});
+    }
+    MatchResult match = matcher_(structures::pairwise_iou(gt.boxes("gt_boxes"),
+                                                          props.boxes("proposal_boxes")));
+    const bool has_gt = gt.size() > 0;
+    at::Tensor classes;
+    if (has_gt) {
+      classes = gt.tensor("gt_classes").to(at::kLong).index_select(0, match.matches);
+      classes.masked_fill_(match.match_labels == 0, options_.num_classes);
+      classes.masked_fill_(match.match_labels == -1, -1);
+    } else {
+      classes = at::full({props.size()}, options_.num_classes, at::kLong);
+    }
+    SampledIndices s = subsample_labels(classes, options_.batch_size_per_image,
+                                        options_.positive_fraction, options_.num_classes);
+    at::Tensor idx = at::cat({s.pos_idx, s.neg_idx});
+    Instances picked = props.index(idx);
+    picked.set("gt_classes", classes.index_select(0, idx));
+    if (has_gt) {
+      Instances matched_gt = gt.index(match.matches.index_select(0, idx));
+      for (const auto& name : gt.field_names())
+        if (name.rfind("gt_", 0) == 0 && !picked.has(name)) picked.set(name, matched_gt.get(name));
+    }
+    sampled.push_back(std::move(picked));
+  }
+  return sampled;
+}
+
+LossDict StandardROIHeads::forward_box_losses(const FeatureMap& features,
+                                              const std::vector<Instances>& proposals) {
+  std::vector<Boxes> boxes;
+  for (const auto& p : proposals) boxes.push_back(p.boxes("proposal_boxes"));
+  at::Tensor x = box_head_->forward(box_pooler_(select(features), boxes));
+  return box_predictor_->losses(box_predictor_->forward(x), proposals);
+}
+
+std::vector<Instances> StandardROIHeads::forward_box_inference(
+    const FeatureMap& features, const std::vector<Instances>& proposals) {
+  std::vector<Boxes> boxes;
+  for (const auto& p : proposals) boxes.push_back(p.boxes("proposal_boxes"));
+  at::Tensor x = box_head_->forward(box_pooler_(select(features), boxes));
+  return box_predictor_->inference(box_predictor_->forward(x), proposals);
+}
+
+LossDict StandardROIHeads::forward_mask(const FeatureMap& features, std::vector<Instances>& instances) {
+  if (!options_.mask_on) return {};
+  std::vector<Instances> fg;
+  std::vector<Boxes> boxes;
+  if (is_training()) {
+    for (const auto& inst : instances) {
+      at::Tensor c = inst.tensor("gt_classes");
+      fg.push_back(inst.index(((c != -1) & (c != options_.num_classes)).nonzero().select(1, 0)));
+      boxes.push_back(fg.back().boxes("proposal_boxes"));
+    }
+  } else {
+    for (const auto& inst : instances) boxes.push_back(inst.boxes("pred_boxes"));
+  }
+  std::vector<Instances>& target = is_training() ? fg : instances;
+  return mask_head_->forward((*mask_pooler_)(select(features), boxes), target);
+}
+
+ROIHeadsOutput StandardROIHeads::forward(const structures::ImageList& /*images*/,
+                                         const FeatureMap& features,
+                                         std::vector<Instances> proposals,
+                                         const std::vector<Instances>* targets) {
+  ROIHeadsOutput out;
+  if (is_training()) {
+    if (!targets) throw Error("ROI heads: training needs ground-truth instances");
+    auto sampled = label_and_sample_proposals(std::move(proposals), *targets);
+    out.losses = forward_box_losses(features, sampled);
+    for (auto& [name, loss] : forward_mask(features, sampled)) out.losses[name] = loss;
+    return out;
+  }
+  out.instances = forward_box_inference(features, proposals);
+  forward_mask(features, out.instances);
+  return out;
+}
+
+Registry<ROIHeadsFactory>& roi_heads_registry() {
+  static Registry<ROIHeadsFactory> registry("ROI heads (MODEL.ROI_HEADS.NAME)");
+  return registry;
+}
+
+std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
+                                          const layers::ShapeSpecs& input_shapes) {
+  return roi_heads_registry().get(cfg.get_string("MODEL.ROI_HEADS.NAME"))(cfg, input_shapes);
+}
+
+static const bool kStandardROIHeadsRegistered = roi_heads_registry().add(
+    "StandardROIHeads", [](const config::CfgNode& cfg, const layers::ShapeSpecs& shapes) {
+      StandardROIHeadsOptions o;
+      o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+      o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
+      o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
+      o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
+      o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
+      o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
+      o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
+      o.mask_on = cfg.get_bool("MODEL.MASK_ON");
+      if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+      std::vector<int64_t> strides;
+      int64_t channels = -1;
+      for (const auto& name : o.in_features) {
+        auto it = shapes.find(name);
+        if (it == shapes.end())
+          throw Error("MODEL.ROI_HEADS.IN_FEATURES: the backbone has no '" + name + "'");
+        if (channels != -1 && channels != it->second.channels)
+          throw Error("MODEL.ROI_HEADS.IN_FEATURES must all have the same number of channels");
+        channels = it->second.channels;
+        strides.push_back(it->second.stride);
+      }
+      ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", strides));
+      const int64_t res = box_pooler.options().output_size;
+      auto box_head = build_box_head(cfg, BoxHeadInput{channels, res, res});
+      FastRCNNOutputLayers predictor(fast_rcnn_options_from_config(cfg, box_head->output_size()));
+      std::optional<ROIPooler> mask_pooler;
+      std::shared_ptr<MaskHead> mask_head;
+      if (o.mask_on) {
+        mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", strides));
+        mask_head = build_mask_head(cfg, channels);
+      }
+      return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
+                                                mask_head);
+    });
+
+}  // namespace detkit::modeling

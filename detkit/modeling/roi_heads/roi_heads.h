@@ -1,0 +1,81 @@
+#pragma once
+// ROI heads: proposals + features -> detections (and masks); in training, proposals are matched
+// to ground truth (GT appended first), sampled, and the heads' losses returned. Built by
+// MODEL.ROI_HEADS.NAME; StandardROIHeads is Detectron2's FPN design (separate box and mask
+// poolers on p2..p5). Child names: box_head, box_predictor, mask_head.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "detkit/modeling/matcher.h"
+#include "detkit/modeling/proposal_generator/proposal_generator.h"
+#include "detkit/modeling/roi_heads/box_head.h"
+#include "detkit/modeling/roi_heads/fast_rcnn.h"
+#include "detkit/modeling/roi_heads/mask_head.h"
+#include "detkit/modeling/roi_heads/poolers.h"
+
+namespace detkit::modeling {
+
+struct ROIHeadsOutput {
+  std::vector<structures::Instances> instances;  // inference: detections per image
+  LossDict losses;                               // training
+};
+
+class ROIHeads : public torch::nn::Module {
+ public:
+  /// targets: per image "gt_boxes", "gt_classes" (and "gt_masks" with masks); training only.
+  virtual ROIHeadsOutput forward(const structures::ImageList& images, const FeatureMap& features,
+                                 std::vector<structures::Instances> proposals,
+                                 const std::vector<structures::Instances>* targets) = 0;
+};
+
+struct StandardROIHeadsOptions {
+  int64_t num_classes = 80;
+  int64_t batch_size_per_image = 512;
+  double positive_fraction = 0.25;
+  std::vector<double> iou_thresholds = {0.5};
+  std::vector<int64_t> iou_labels = {0, 1};
+  bool proposal_append_gt = true;
+  std::vector<std::string> in_features;
+  bool mask_on = false;
+};
+
+class StandardROIHeads : public ROIHeads {
+ public:
+  StandardROIHeads(const StandardROIHeadsOptions& options, ROIPooler box_pooler,
+                   std::shared_ptr<BoxHead> box_head, FastRCNNOutputLayers box_predictor,
+                   std::optional<ROIPooler> mask_pooler, std::shared_ptr<MaskHead> mask_head);
+  ROIHeadsOutput forward(const structures::ImageList& images, const FeatureMap& features,
+                         std::vector<structures::Instances> proposals,
+                         const std::vector<structures::Instances>* targets) override;
+
+  /// Adds ground truth to the proposals, matches, samples; proposals gain "gt_classes" (K for
+  /// background) and, where the image has ground truth, the matched "gt_*" fields.
+  std::vector<structures::Instances> label_and_sample_proposals(
+      std::vector<structures::Instances> proposals,
+      const std::vector<structures::Instances>& targets) const;
+
+ private:
+  std::vector<at::Tensor> select(const FeatureMap& features) const;
+  LossDict forward_box_losses(const FeatureMap& features,
+                              const std::vector<structures::Instances>& proposals);
+  std::vector<structures::Instances> forward_box_inference(
+      const FeatureMap& features, const std::vector<structures::Instances>& proposals);
+  LossDict forward_mask(const FeatureMap& features, std::vector<structures::Instances>& instances);
+
+  StandardROIHeadsOptions options_;
+  Matcher matcher_;
+  ROIPooler box_pooler_;
+  std::shared_ptr<BoxHead> box_head_;
+  FastRCNNOutputLayers box_predictor_;
+  std::optional<ROIPooler> mask_pooler_;
+  std::shared_ptr<MaskHead> mask_head_;
+};
+
+using ROIHeadsFactory = std::function<std::shared_ptr<ROIHeads>(
+    const config::CfgNode& cfg, const layers::ShapeSpecs& input_shapes)>;
+Registry<ROIHeadsFactory>& roi_heads_registry();
+std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
+                                          const layers::ShapeSpecs& input_shapes);
+
+}  // namespace detkit::modeling

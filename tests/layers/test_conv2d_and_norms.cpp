@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "detkit/checkpoint/state_dict.h"
+#include "detkit/layers/conv2d.h"
+#include "detkit/layers/frozen_batch_norm.h"
+#include "detkit/layers/norm.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::layers {
+
+TEST(FrozenBatchNorm2d, EqualsBatchNormInEvalModeAndHasNoParameters) {
+  torch::manual_seed(0);
+  FrozenBatchNorm2d frozen(4);
+  torch::nn::BatchNorm2d bn(4);
+  bn->eval();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto* t : {&bn->weight, &bn->bias, &bn->running_mean}) t->uniform_(-1, 1);
+    bn->running_var.uniform_(0.5, 2);
+    frozen->named_buffers()["weight"].copy_(bn->weight);
+    frozen->named_buffers()["bias"].copy_(bn->bias);
+    frozen->named_buffers()["running_mean"].copy_(bn->running_mean);
+    frozen->named_buffers()["running_var"].copy_(bn->running_var);
+  }
+  auto x = torch::randn({2, 4, 5, 6});
+  EXPECT_TRUE(torch::allclose(frozen->forward(x), bn->forward(x), 1e-5, 1e-6));
+  // The differentiable form used when the input needs a gradient gives the same numbers.
+  auto xg = x.clone().requires_grad_(true);
+  auto y = frozen->forward(xg);
+  EXPECT_TRUE(torch::allclose(y, bn->forward(x), 1e-5, 1e-6));
+  y.sum().backward();
+  EXPECT_TRUE(xg.grad().defined());
+  EXPECT_TRUE(frozen->parameters().empty());
+  auto names = checkpoint::state_dict(*frozen);
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_TRUE(names.count("running_var"));
+}
+
+TEST(Conv2d, NamesMatchDetectron2AndNormApplies) {
+  Conv2d conv(Conv2dOptions(3, 8, 3).padding(1).bias(false).norm("FrozenBN").relu(true));
+  auto names = checkpoint::state_dict(*conv);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : names) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"norm.bias", "norm.running_mean", "norm.running_var",
+                                            "norm.weight", "weight"}));
+  auto x = torch::randn({1, 3, 7, 7});
+  auto expected = torch::relu(torch::conv2d(x, conv->weight(), {}, 1, 1) / std::sqrt(1.0));
+  EXPECT_TRUE(torch::allclose(conv->forward(x), expected, 1e-4, 1e-5));
+  EXPECT_EQ(conv->forward(x).sizes(), (at::IntArrayRef{1, 8, 7, 7}));
+}
+
+TEST(Conv2d, GroupsAndStrideAndInit) {
+  Conv2d conv(Conv2dOptions(8, 16, 3).stride(2).padding(1).groups(4));
+  EXPECT_EQ(conv->weight().sizes(), (at::IntArrayRef{16, 2, 3, 3}));
+  EXPECT_EQ(conv->forward(torch::randn({2, 8, 9, 9})).sizes(), (at::IntArrayRef{2, 16, 5, 5}));
+  c2_msra_fill(conv);
+  EXPECT_EQ(conv->bias().abs().sum().item<float>(), 0.f);
+  // fan_out = 16 * 9: std = sqrt(2 / 144) = 0.118
+  EXPECT_NEAR(conv->weight().std().item<float>(), std::sqrt(2.0 / 144), 0.03);
+  EXPECT_THROW(Conv2d(Conv2dOptions(6, 16, 3).groups(4)), c10::Error);
+}
+
+TEST(Norm, ByConfigName) {
+  EXPECT_TRUE(make_norm("", 8).is_empty());
+  EXPECT_EQ(make_norm("GN", 64).forward(torch::randn({1, 64, 2, 2})).sizes(),
+            (at::IntArrayRef{1, 64, 2, 2}));
+  EXPECT_NO_THROW(make_norm("BN", 8));
+  EXPECT_NO_THROW(make_norm("FrozenBN", 8));
+  try {
+    make_norm("LayerNorm", 8);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown norm 'LayerNorm'"), std::string::npos);
+  }
+}
+
+}  // namespace detkit::layers
