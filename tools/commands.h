@@ -10,5 +10,6 @@ namespace detkit::tools {
 /// process exit code.
 using CommandRunner = std::function<int()>;
 CommandRunner add_config_command(CLI::App& app);
+CommandRunner add_make_shapes_command(CLI::App& app);
 
 }  // namespace detkit::tools

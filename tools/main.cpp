@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
                  "libtorch threads (default: $DETKIT_NUM_THREADS, else every core)");
   std::vector<detkit::tools::CommandRunner> commands = {
       detkit::tools::add_config_command(app),
+      detkit::tools::add_make_shapes_command(app),
   };
   try {
     app.parse(argc, argv);
