@@ -11,5 +11,9 @@ namespace detkit::tools {
 using CommandRunner = std::function<int()>;
 CommandRunner add_config_command(CLI::App& app);
 CommandRunner add_make_shapes_command(CLI::App& app);
+CommandRunner add_analyze_model_command(CLI::App& app);
+CommandRunner add_evaluate_command(CLI::App& app);
+CommandRunner add_train_command(CLI::App& app);
+CommandRunner add_data_command(CLI::App& app);
 
 }  // namespace detkit::tools

@@ -2,10 +2,12 @@
 #include <iostream>
 
 #include "detkit/utils/error.h"
+#include "detkit/utils/logging.h"
 #include "detkit/utils/threads.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  detkit::setup_logging();
   CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
   app.require_subcommand(1);
   int num_threads = 0;
@@ -14,6 +16,10 @@ int main(int argc, char** argv) {
   std::vector<detkit::tools::CommandRunner> commands = {
       detkit::tools::add_config_command(app),
       detkit::tools::add_make_shapes_command(app),
+      detkit::tools::add_analyze_model_command(app),
+      detkit::tools::add_evaluate_command(app),
+      detkit::tools::add_train_command(app),
+      detkit::tools::add_data_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,11 +1,9 @@
 #include "detkit/checkpoint/state_dict.h"
 
-#include <torch/serialize.h>
-
 #include <sstream>
 
+#include "detkit/checkpoint/torch_file.h"
 #include "detkit/utils/error.h"
-#include "detkit/utils/file_io.h"
 
 namespace detkit::checkpoint {
 
@@ -69,13 +67,7 @@ LoadReport load_state_dict(torch::nn::Module& module, const TensorDict& dict,
 }
 
 TensorDict load_plain_tensor_dict(const std::string& path) {
-  std::string bytes = read_file(path);
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    throw Error("cannot read tensors from '" + path + "': " + e.what());
-  }
+  const c10::IValue value = load_torch_file(path);
   if (!value.isGenericDict()) throw Error("'" + path + "' does not hold a dict of tensors");
   TensorDict out;
   for (const auto& entry : value.toGenericDict()) {

@@ -30,7 +30,8 @@ struct LoadReport {
 LoadReport load_state_dict(torch::nn::Module& module, const TensorDict& dict,
                            const std::string& prefix = "");
 
-/// Reads a plain {name: tensor} dict saved by Python's torch.save (libtorch's pickle_load).
+/// Reads a {name: tensor} dict or OrderedDict saved by Python's torch.save (or by
+/// torch::pickle_save) with the restricted reader of torch_file.h.
 TensorDict load_plain_tensor_dict(const std::string& path);
 
 }  // namespace detkit::checkpoint

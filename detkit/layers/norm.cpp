@@ -13,7 +13,12 @@ torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
   if (name == "BN" || name == "SyncBN")
     return torch::nn::AnyModule(torch::nn::BatchNorm2d(channels));
   if (name == "FrozenBN") return torch::nn::AnyModule(FrozenBatchNorm2d(channels));
-  if (name == "GN") return torch::nn::AnyModule(torch::nn::GroupNorm(32, channels));
+  if (name == "GN") {
+    if (channels % 32 != 0)
+      throw Error("norm 'GN' uses 32 groups: it needs a channel count divisible by 32, got " +
+                  std::to_string(channels));
+    return torch::nn::AnyModule(torch::nn::GroupNorm(32, channels));
+  }
   throw Error("unknown norm '" + name + "'; known: '' (none), BN, SyncBN, FrozenBN, GN");
 }
 

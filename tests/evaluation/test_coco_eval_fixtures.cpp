@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "detkit/evaluation/coco_eval.h"
+#include "detkit/evaluation/coco_report.h"
 #include "detkit/evaluation/coco_results.h"
+#include "detkit/data/coco.h"
 
 namespace detkit::evaluation {
 namespace {
@@ -95,6 +97,30 @@ TEST(COCOevalFixtures, ReproducesPycocotoolsStatsAndPerCategoryAP) {
     ++cases;
   }
   EXPECT_EQ(cases, 4u);
+}
+
+}  // namespace detkit::evaluation
+
+namespace detkit::evaluation {
+
+// The same numbers through detkit's own pieces: the COCO loader's ground truth and the report.
+TEST(COCOevalFixtures, LoaderGroundTruthGivesTheSameNumbers) {
+  if (!std::filesystem::exists(kFixtures + "expected_s1.json"))
+    GTEST_SKIP() << "shared fixtures absent: " << kFixtures;
+  data::CocoDataset dataset = data::load_coco_json(kGroundTruth, "");
+  EXPECT_EQ(dataset.stats().dropped_annotations, 0u);
+  nlohmann::json expected = nlohmann::json::parse(std::ifstream(kFixtures + "expected_s1.json"));
+  for (const auto& c : expected["cases"]) {
+    IouType type = parse_iou_type(c["iou_type"]);
+    CocoGroundTruth gt = ground_truth_from_dataset(dataset, type);
+    auto report = evaluate_coco(gt, load_coco_results(kFixtures + c["results"].get<std::string>(),
+                                                      type, gt.ids), type);
+    for (int i = 0; i < 12; ++i) EXPECT_NEAR(report.stats[i], c["stats"][i].get<double>(), 1e-9);
+    auto json = nlohmann::json::parse(report_json(report));
+    EXPECT_EQ(json["per_category_ap"].size(), c["per_category_ap"].size());
+    std::string tables = detectron2_tables(report, gt.category_names);
+    EXPECT_NE(tables.find("| person "), std::string::npos) << tables;
+  }
 }
 
 }  // namespace detkit::evaluation

@@ -25,7 +25,6 @@ FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
   if (o.fuse_type() != "sum" && o.fuse_type() != "avg")
     throw Error("MODEL.FPN.FUSE_TYPE must be 'sum' or 'avg', got '" + o.fuse_type() + "'");
   if (o.in_features().empty()) throw Error("MODEL.FPN.IN_FEATURES must not be empty");
-  register_module("bottom_up", bottom_up_);
   const auto input_shapes = bottom_up_->output_shape();
   const bool use_bias = o.norm().empty();
   int64_t previous_stride = 0;
@@ -48,6 +47,8 @@ FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
     out_names_.push_back("p" + std::to_string(stage));
     shapes_[out_names_.back()] = {o.out_channels(), shape.stride};
   }
+  // Registered after the FPN convs, as in Detectron2, so state dicts list entries in its order.
+  register_module("bottom_up", bottom_up_);
   size_divisibility_ = previous_stride;
   if (o.last_level_max_pool()) {
     int64_t stage = std::stoll(out_names_.back().substr(1)) + 1;

@@ -1,0 +1,538 @@
+#include "detkit/checkpoint/unpickler.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "detkit/utils/error.h"
+
+namespace detkit::checkpoint {
+namespace {
+
+// The opcodes torch.save (protocol 2) and libtorch's pickler emit, plus their simple relatives.
+enum Op : uint8_t {
+  kMark = '(',
+  kStop = '.',
+  kPop = '0',
+  kPopMark = '1',
+  kDup = '2',
+  kBinFloat = 'G',
+  kBinInt = 'J',
+  kBinInt1 = 'K',
+  kBinInt2 = 'M',
+  kNone = 'N',
+  kBinPersId = 'Q',
+  kReduce = 'R',
+  kBinUnicode = 'X',
+  kAppend = 'a',
+  kBuild = 'b',
+  kGlobal = 'c',
+  kDict = 'd',
+  kAppends = 'e',
+  kBinGet = 'h',
+  kInst = 'i',
+  kLongBinGet = 'j',
+  kList = 'l',
+  kBinPut = 'q',
+  kLongBinPut = 'r',
+  kSetItem = 's',
+  kTuple = 't',
+  kSetItems = 'u',
+  kEmptyDict = '}',
+  kEmptyList = ']',
+  kEmptyTuple = ')',
+  kProto = 0x80,
+  kTuple1 = 0x85,
+  kTuple2 = 0x86,
+  kTuple3 = 0x87,
+  kNewTrue = 0x88,
+  kNewFalse = 0x89,
+  kLong1 = 0x8a,
+  kLong4 = 0x8b,
+  kShortBinUnicode = 0x8c,
+  kBinUnicode8 = 0x8d,
+  kStackGlobal = 0x93,
+  kMemoize = 0x94,
+  kFrame = 0x95,
+};
+
+// kTypeTag: torch.jit._pickle's restore_type_tag and build_*list, which libtorch's
+// torch::pickle_save wraps around dicts and lists; each returns its first argument.
+enum class GlobalKind { kOrderedDict, kRebuildTensor, kRebuildParameter, kStorage, kTypeTag };
+struct Global {
+  GlobalKind kind;
+  std::string name;  // "torch.FloatStorage"
+  at::ScalarType dtype = at::kFloat;
+};
+// ('storage', torch.<T>Storage, key, location, numel): what BINPERSID turns into a storage.
+struct PersistentId {
+  std::string key;
+  at::ScalarType dtype;
+  int64_t numel;
+};
+using Item = std::variant<c10::IValue, Global, PersistentId>;
+
+std::optional<Global> allowed_global(const std::string& module, const std::string& name) {
+  static const std::map<std::string, at::ScalarType> storages = {
+      {"FloatStorage", at::kFloat}, {"DoubleStorage", at::kDouble},
+      {"HalfStorage", at::kHalf},   {"BFloat16Storage", at::kBFloat16},
+      {"LongStorage", at::kLong},   {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort}, {"CharStorage", at::kChar},
+      {"ByteStorage", at::kByte},   {"BoolStorage", at::kBool}};
+  const std::string full = module + "." + name;
+  if (full == "collections.OrderedDict") return Global{GlobalKind::kOrderedDict, full};
+  if (full == "torch._utils._rebuild_tensor_v2") return Global{GlobalKind::kRebuildTensor, full};
+  if (full == "torch._utils._rebuild_parameter") return Global{GlobalKind::kRebuildParameter, full};
+  if (module == "torch.jit._pickle" &&
+      (name == "restore_type_tag" || name == "build_intlist" || name == "build_doublelist" ||
+       name == "build_boollist" || name == "build_tensorlist"))
+    return Global{GlobalKind::kTypeTag, full};
+  auto it = storages.find(name);
+  if (module == "torch" && it != storages.end())
+    return Global{GlobalKind::kStorage, full, it->second};
+  return std::nullopt;
+}
+
+c10::impl::GenericDict new_dict() {
+  return c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get());
+}
+
+class Unpickler {
+ public:
+  Unpickler(std::string_view data, const StorageLoader& load, const std::string& source)
+      : data_(data), load_(load), source_(source) {}
+
+  c10::IValue run() {
+    while (true) {
+      const size_t at = pos_;
+      const uint8_t op = byte();
+      if (op == kStop) break;
+      step(op, at);
+    }
+    if (stack_.empty() || !std::holds_alternative<c10::IValue>(stack_.back()))
+      fail("the pickle ends without a value");
+    return std::get<c10::IValue>(stack_.back());
+  }
+
+ private:
+  void step(uint8_t op, size_t at);
+  void on_global(const std::string& module, const std::string& name);
+  void on_reduce();
+  void on_build();
+  void on_persid();
+  void make_tuple(std::vector<Item> items);
+  void set_items(std::vector<Item> items);
+  void append_items(std::vector<Item> items);
+  c10::IValue rebuild_tensor(const std::vector<c10::IValue>& args);
+  c10::IValue make_ordered_dict(const std::vector<c10::IValue>& args);
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("cannot read '" + source_ + "': " + what + " (pickle byte " + std::to_string(pos_) +
+                ")");
+  }
+  std::string_view take(uint64_t n) {
+    if (n > data_.size() - pos_) fail("truncated pickle");
+    std::string_view out = data_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  uint8_t byte() { return static_cast<uint8_t>(take(1)[0]); }
+  uint64_t little_endian(int width) {
+    std::string_view b = take(width);
+    uint64_t value = 0;
+    for (int i = width - 1; i >= 0; --i) value = (value << 8) | static_cast<uint8_t>(b[i]);
+    return value;
+  }
+  std::string line() {
+    size_t end = data_.find('\n', pos_);
+    if (end == std::string_view::npos) fail("truncated pickle");
+    std::string out(data_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return out;
+  }
+  int64_t long_value(std::string_view b) {
+    if (b.size() > 8) fail("an integer wider than 64 bits");
+    if (b.empty()) return 0;
+    uint64_t value = 0;
+    for (size_t i = b.size(); i-- > 0;) value = (value << 8) | static_cast<uint8_t>(b[i]);
+    const int bits = static_cast<int>(b.size()) * 8;
+    if (bits < 64 && (value >> (bits - 1)) & 1) value |= ~uint64_t{0} << bits;  // sign-extend
+    return static_cast<int64_t>(value);
+  }
+  double big_endian_double() {
+    std::string_view b = take(8);
+    uint64_t bits = 0;
+    for (char c : b) bits = (bits << 8) | static_cast<uint8_t>(c);
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+
+  void push(Item item) { stack_.push_back(std::move(item)); }
+  Item pop() {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("pickle stack underflow");
+    Item item = std::move(stack_.back());
+    stack_.pop_back();
+    return item;
+  }
+  c10::IValue as_value(Item item) const {
+    if (auto* g = std::get_if<Global>(&item)) fail("'" + g->name + "' used as data");
+    if (std::holds_alternative<PersistentId>(item)) fail("a storage reference used as data");
+    return std::get<c10::IValue>(std::move(item));
+  }
+  c10::IValue pop_value() { return as_value(pop()); }
+  std::vector<Item> pop_to_mark() {
+    if (marks_.empty()) fail("pickle MARK missing");
+    std::vector<Item> items(std::make_move_iterator(stack_.begin() + marks_.back()),
+                            std::make_move_iterator(stack_.end()));
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+  c10::IValue& top_value() {
+    if (stack_.empty()) fail("pickle stack underflow");
+    auto* value = std::get_if<c10::IValue>(&stack_.back());
+    if (value == nullptr) fail("a global used as a container");
+    return *value;
+  }
+  void memo_put(uint64_t index) {
+    if (stack_.empty()) fail("pickle stack underflow");
+    memo_[index] = stack_.back();
+  }
+  void memo_get(uint64_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) fail("pickle memo " + std::to_string(index) + " is not set");
+    push(it->second);
+  }
+  std::string pop_string() {
+    c10::IValue value = pop_value();
+    if (!value.isString()) fail("STACK_GLOBAL needs strings");
+    return value.toStringRef();
+  }
+
+  std::string_view data_;
+  size_t pos_ = 0;
+  const StorageLoader& load_;
+  const std::string& source_;
+  std::vector<Item> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, Item> memo_;
+  std::map<std::string, at::Tensor> storages_;
+};
+
+void Unpickler::step(uint8_t op, size_t at) {
+  switch (op) {
+    case kProto:
+      byte();
+      break;
+    case kFrame:
+      little_endian(8);
+      break;
+    case kMark:
+      marks_.push_back(stack_.size());
+      break;
+    case kPop:
+      pop();
+      break;
+    case kPopMark:
+      pop_to_mark();
+      break;
+    case kDup:
+      if (stack_.empty()) fail("pickle stack underflow");
+      push(stack_.back());
+      break;
+    case kNone:
+      push(c10::IValue());
+      break;
+    case kNewTrue:
+      push(c10::IValue(true));
+      break;
+    case kNewFalse:
+      push(c10::IValue(false));
+      break;
+    case kBinInt:
+      push(c10::IValue(int64_t{static_cast<int32_t>(little_endian(4))}));
+      break;
+    case kBinInt1:
+      push(c10::IValue(static_cast<int64_t>(little_endian(1))));
+      break;
+    case kBinInt2:
+      push(c10::IValue(static_cast<int64_t>(little_endian(2))));
+      break;
+    case kLong1:
+      push(c10::IValue(long_value(take(byte()))));
+      break;
+    case kLong4:
+      push(c10::IValue(long_value(take(little_endian(4)))));
+      break;
+    case kBinFloat:
+      push(c10::IValue(big_endian_double()));
+      break;
+    case kShortBinUnicode:
+      push(c10::IValue(std::string(take(byte()))));
+      break;
+    case kBinUnicode:
+      push(c10::IValue(std::string(take(little_endian(4)))));
+      break;
+    case kBinUnicode8:
+      push(c10::IValue(std::string(take(little_endian(8)))));
+      break;
+    case kEmptyDict:
+      push(c10::IValue(new_dict()));
+      break;
+    case kEmptyList:
+      push(c10::IValue(c10::impl::GenericList(c10::AnyType::get())));
+      break;
+    case kEmptyTuple:
+      push(c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>{})));
+      break;
+    case kTuple:
+      make_tuple(pop_to_mark());
+      break;
+    case kTuple1:
+    case kTuple2:
+    case kTuple3: {
+      std::vector<Item> items(op - kTuple1 + 1);
+      for (size_t i = items.size(); i-- > 0;) items[i] = pop();
+      make_tuple(std::move(items));
+      break;
+    }
+    case kList: {
+      std::vector<Item> items = pop_to_mark();
+      push(c10::IValue(c10::impl::GenericList(c10::AnyType::get())));
+      append_items(std::move(items));
+      break;
+    }
+    case kDict: {
+      std::vector<Item> items = pop_to_mark();
+      push(c10::IValue(new_dict()));
+      set_items(std::move(items));
+      break;
+    }
+    case kAppend: {
+      std::vector<Item> items;
+      items.push_back(pop());
+      append_items(std::move(items));
+      break;
+    }
+    case kAppends:
+      append_items(pop_to_mark());
+      break;
+    case kSetItem: {
+      std::vector<Item> items(2);
+      items[1] = pop();
+      items[0] = pop();
+      set_items(std::move(items));
+      break;
+    }
+    case kSetItems:
+      set_items(pop_to_mark());
+      break;
+    case kBinPut:
+      memo_put(little_endian(1));
+      break;
+    case kLongBinPut:
+      memo_put(little_endian(4));
+      break;
+    case kMemoize:
+      memo_put(memo_.size());
+      break;
+    case kBinGet:
+      memo_get(little_endian(1));
+      break;
+    case kLongBinGet:
+      memo_get(little_endian(4));
+      break;
+    case kGlobal: {
+      std::string module = line();
+      on_global(module, line());
+      break;
+    }
+    case kStackGlobal: {
+      std::string name = pop_string();
+      on_global(pop_string(), name);
+      break;
+    }
+    case kInst: {  // builds an object of a class: never allowed, but name the class
+      std::string module = line();
+      on_global(module, line());
+      fail("unsupported pickle opcode INST");
+    }
+    case kReduce:
+      on_reduce();
+      break;
+    case kBuild:
+      on_build();
+      break;
+    case kBinPersId:
+      on_persid();
+      break;
+    default: {
+      pos_ = at;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", op);
+      fail(std::string("unsupported pickle opcode ") + hex);
+    }
+  }
+}
+
+void Unpickler::on_global(const std::string& module, const std::string& name) {
+  std::optional<Global> global = allowed_global(module, name);
+  if (!global)
+    throw Error("refusing to load '" + module + "." + name + "' from " + source_ +
+                ": only tensors, dicts, lists, tuples, numbers and strings are allowed");
+  push(*global);
+}
+
+void Unpickler::make_tuple(std::vector<Item> items) {
+  bool plain = true;
+  for (const Item& item : items) plain = plain && std::holds_alternative<c10::IValue>(item);
+  if (plain) {
+    std::vector<c10::IValue> values;
+    for (Item& item : items) values.push_back(std::get<c10::IValue>(std::move(item)));
+    push(c10::IValue(c10::ivalue::Tuple::create(std::move(values))));
+    return;
+  }
+  // The one tuple that may hold a global: a storage's persistent id.
+  const Global* type = items.size() == 5 ? std::get_if<Global>(&items[1]) : nullptr;
+  if (type == nullptr || type->kind != GlobalKind::kStorage) {
+    for (Item& item : items) as_value(std::move(item));  // fails naming the global
+  }
+  c10::IValue tag = as_value(items[0]), key = as_value(items[2]), numel = as_value(items[4]);
+  as_value(items[3]);  // location: tensors are loaded onto the CPU
+  if (!tag.isString() || tag.toStringRef() != "storage" || !key.isString() || !numel.isInt() ||
+      numel.toInt() < 0)
+    fail("malformed storage reference");
+  push(PersistentId{key.toStringRef(), type->dtype, numel.toInt()});
+}
+
+void Unpickler::set_items(std::vector<Item> items) {
+  if (items.size() % 2 != 0) fail("SETITEMS with an odd number of items");
+  c10::IValue& target = top_value();
+  if (!target.isGenericDict()) fail("SETITEM on a " + target.tagKind());
+  c10::impl::GenericDict dict = target.toGenericDict();
+  for (size_t i = 0; i < items.size(); i += 2) {
+    c10::IValue key = as_value(std::move(items[i]));
+    if (!key.isString() && !key.isInt() && !key.isDouble() && !key.isBool())
+      fail("a dict key of type " + key.tagKind() + " (only str, int, float and bool keys)");
+    dict.insert_or_assign(std::move(key), as_value(std::move(items[i + 1])));
+  }
+}
+
+void Unpickler::append_items(std::vector<Item> items) {
+  c10::IValue& target = top_value();
+  if (!target.isList()) fail("APPEND on a " + target.tagKind());
+  c10::List<c10::IValue> list = target.toList();
+  for (Item& item : items) list.push_back(as_value(std::move(item)));
+}
+
+void Unpickler::on_reduce() {
+  c10::IValue args = pop_value();
+  Item callable = pop();
+  const Global* global = std::get_if<Global>(&callable);
+  if (global == nullptr) fail("REDUCE needs a global to call");
+  if (!args.isTuple()) fail("REDUCE needs a tuple of arguments");
+  const std::vector<c10::IValue> values = args.toTupleRef().elements().vec();
+  switch (global->kind) {
+    case GlobalKind::kOrderedDict:
+      push(make_ordered_dict(values));
+      return;
+    case GlobalKind::kRebuildTensor:
+      push(rebuild_tensor(values));
+      return;
+    case GlobalKind::kRebuildParameter:
+      if (values.empty() || !values[0].isTensor()) fail("_rebuild_parameter needs a tensor");
+      push(values[0]);
+      return;
+    case GlobalKind::kTypeTag:
+      if (values.empty()) fail("'" + global->name + "' needs an argument");
+      push(values[0]);
+      return;
+    case GlobalKind::kStorage:
+      break;
+  }
+  fail("'" + global->name + "' cannot be called");
+}
+
+c10::IValue Unpickler::make_ordered_dict(const std::vector<c10::IValue>& args) {
+  c10::impl::GenericDict dict = new_dict();
+  if (args.empty()) return dict;
+  if (args.size() != 1 || !args[0].isList()) fail("OrderedDict takes a list of pairs");
+  for (const c10::IValue& pair : args[0].toListRef()) {
+    if (!pair.isTuple() || pair.toTupleRef().elements().size() != 2)
+      fail("OrderedDict takes a list of pairs");
+    const auto& kv = pair.toTupleRef().elements();
+    if (!kv[0].isString() && !kv[0].isInt()) fail("an OrderedDict key of type " + kv[0].tagKind());
+    dict.insert_or_assign(kv[0], kv[1]);
+  }
+  return dict;
+}
+
+// The non-negative ints of a tuple (sizes, strides); sets *ok to false for anything else.
+std::vector<int64_t> int_tuple(const c10::IValue& value, bool* ok) {
+  std::vector<int64_t> out;
+  if (!value.isTuple()) {
+    *ok = false;
+    return out;
+  }
+  for (const c10::IValue& v : value.toTupleRef().elements()) {
+    if (!v.isInt() || v.toInt() < 0) *ok = false;
+    out.push_back(v.isInt() ? v.toInt() : 0);
+  }
+  return out;
+}
+
+c10::IValue Unpickler::rebuild_tensor(const std::vector<c10::IValue>& args) {
+  // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+  bool ok = (args.size() == 6 || args.size() == 7) && args[0].isTensor() && args[1].isInt();
+  std::vector<int64_t> sizes = ok ? int_tuple(args[2], &ok) : std::vector<int64_t>{};
+  std::vector<int64_t> strides = ok ? int_tuple(args[3], &ok) : std::vector<int64_t>{};
+  if (!ok || sizes.size() != strides.size()) fail("malformed _rebuild_tensor_v2 arguments");
+  const at::Tensor& storage = args[0].toTensor();
+  const int64_t offset = args[1].toInt();
+  int64_t last = offset, numel = 1;
+  bool overflow = offset < 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(sizes[d], numel, &numel);
+    if (sizes[d] > 0)
+      overflow |= __builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+                  __builtin_add_overflow(last, reach, &last);
+  }
+  if (overflow || (numel > 0 ? last >= storage.numel() : offset > storage.numel()))
+    fail("a tensor reaches past the end of its storage");
+  return at::empty({0}, storage.options()).set_(storage.storage(), offset, sizes, strides);
+}
+
+void Unpickler::on_build() {
+  pop_value();  // the state: OrderedDict attributes such as _metadata, dropped
+  if (!top_value().isGenericDict()) fail("BUILD on a " + top_value().tagKind());
+}
+
+void Unpickler::on_persid() {
+  Item item = pop();
+  auto* id = std::get_if<PersistentId>(&item);
+  if (id == nullptr) fail("unsupported persistent id (not a tensor storage)");
+  auto it = storages_.find(id->key);
+  if (it == storages_.end()) {
+    it = storages_.emplace(id->key, load_(id->key, id->dtype, id->numel)).first;
+  } else if (it->second.scalar_type() != id->dtype || it->second.numel() != id->numel) {
+    fail("storage '" + id->key + "' is referenced with two types");
+  }
+  push(c10::IValue(it->second));
+}
+
+}  // namespace
+
+c10::IValue restricted_unpickle(std::string_view pickle, const StorageLoader& load_storage,
+                                const std::string& source) {
+  return Unpickler(pickle, load_storage, source).run();
+}
+
+}  // namespace detkit::checkpoint

@@ -1,0 +1,45 @@
+#pragma once
+// A reader for the zip archives torch.save writes (since PyTorch 1.6): every entry stored
+// uncompressed, sizes in the central directory (ZIP64 when large). Anything else — compressed or
+// encrypted entries, multi-disk archives, truncated files — is refused with the file's name.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace detkit::checkpoint {
+
+class ZipArchive {
+ public:
+  /// Parses `bytes` (the whole file); `source` names the file in errors.
+  ZipArchive(std::string bytes, std::string source);
+
+  /// Entry names in archive order ("archive/data.pkl", "archive/data/0", ...).
+  const std::vector<std::string>& names() const { return names_; }
+  bool has(const std::string& name) const { return entries_.count(name) > 0; }
+  /// The entry's bytes after checking their CRC-32; throws detkit::Error for a missing entry.
+  std::string_view read(const std::string& name) const;
+  const std::string& source() const { return source_; }
+
+ private:
+  struct Entry {
+    uint64_t data_offset = 0;
+    uint64_t size = 0;
+    uint32_t crc32 = 0;
+  };
+  void parse_central_directory();
+  Entry locate_data(const std::string& name, uint64_t local_offset, uint64_t size,
+                    uint32_t crc) const;
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string bytes_;
+  std::string source_;
+  std::vector<std::string> names_;
+  std::map<std::string, Entry> entries_;
+};
+
+/// CRC-32 (zip's polynomial 0xEDB88320) of `data`.
+uint32_t crc32(std::string_view data);
+
+}  // namespace detkit::checkpoint

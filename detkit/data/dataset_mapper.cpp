@@ -1,0 +1,70 @@
+#include "detkit/data/dataset_mapper.h"
+
+#include <ATen/ATen.h>
+
+#include "detkit/data/image_io.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::data {
+
+DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train) {
+  DatasetMapperOptions options;
+  options.is_train = is_train;
+  options.augmentations = build_augmentation(cfg, is_train);
+  options.image_format = cfg.get_string("INPUT.FORMAT");
+  if (options.image_format != "BGR" && options.image_format != "RGB") {
+    throw Error("INPUT.FORMAT must be 'BGR' or 'RGB', got '" + options.image_format + "'");
+  }
+  options.mask_format =
+      mask_format_from_config(cfg.get_bool("MODEL.MASK_ON"), cfg.get_string("INPUT.MASK_FORMAT"));
+  return options;
+}
+
+DatasetMapper::DatasetMapper(DatasetMapperOptions options) : options_(std::move(options)) {
+  if (options_.image_format != "BGR" && options_.image_format != "RGB") {
+    throw Error("DatasetMapper: image format must be 'BGR' or 'RGB', got '" +
+                options_.image_format + "'");
+  }
+}
+
+at::Tensor image_to_tensor(const cv::Mat& image) {
+  cv::Mat pixels = image.isContinuous() ? image : image.clone();
+  return at::from_blob(pixels.data, {pixels.rows, pixels.cols, pixels.channels()}, at::kByte)
+      .permute({2, 0, 1})
+      .to(at::kFloat)
+      .contiguous();
+}
+
+modeling::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, size_t image_index,
+                                               SampleRng& rng) const {
+  const ImageView record = dataset.image(image_index);
+  const std::string path = dataset.image_path(image_index);
+  const std::string image_id = "image id " + std::to_string(record.id);
+  cv::Mat image;
+  try {
+    image = read_image(path, options_.image_format);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (" + image_id + ")");
+  }
+  if (image.cols != record.width || image.rows != record.height) {
+    throw Error(path + ": decoded image is " + std::to_string(image.cols) + "x" +
+                std::to_string(image.rows) + " (width x height) but " + dataset.json_file() +
+                " says " + std::to_string(record.width) + "x" + std::to_string(record.height) +
+                " (" + image_id + ")");
+  }
+  TransformList transforms =
+      apply_augmentations(options_.augmentations, image.rows, image.cols, rng);
+  image = transforms.apply_image(image);
+
+  modeling::ModelInput input;
+  input.image = image_to_tensor(image);
+  input.height = record.height;
+  input.width = record.width;
+  if (options_.is_train) {
+    input.instances = transform_instance_targets(dataset, image_index, transforms, image.rows,
+                                                 image.cols, options_.mask_format);
+  }
+  return input;
+}
+
+}  // namespace detkit::data

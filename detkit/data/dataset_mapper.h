@@ -1,0 +1,52 @@
+#pragma once
+// DatasetMapper: one COCO image record -> what the model takes (Detectron2's DatasetMapper).
+//
+//   read the image (OpenCV, EXIF orientation applied, INPUT.FORMAT channel order);
+//   check its size equals the JSON's;
+//   draw the augmentations from the sample's SampleRng and apply them to the image;
+//   training: targets in the augmented frame (instance_targets.h): crowd dropped, boxes
+//   clipped, empty instances removed, gt_masks when MODEL.MASK_ON;
+//   testing: the resized image only.
+// ModelInput.height/width stay the original size, for rescaling predictions.
+//
+// Errors name the file and the image id: a missing file, an unreadable or truncated image, a
+// decoded size that differs from the JSON's.
+#include <string>
+
+#include "detkit/config/cfg_node.h"
+#include "detkit/data/coco_dataset.h"
+#include "detkit/data/instance_targets.h"
+#include "detkit/data/transforms/augmentation.h"
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+
+namespace detkit::data {
+
+struct DatasetMapperOptions {
+  bool is_train = true;
+  AugmentationList augmentations;
+  std::string image_format = "BGR";  // INPUT.FORMAT: "BGR" or "RGB"
+  MaskFormat mask_format = MaskFormat::kNone;
+};
+
+/// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,
+/// MODEL.MASK_ON and INPUT.MASK_FORMAT.
+DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train);
+
+class DatasetMapper {
+ public:
+  explicit DatasetMapper(DatasetMapperOptions options);
+
+  /// Maps image `image_index` of `dataset`; every random draw comes from `rng`. Thread-safe.
+  modeling::ModelInput operator()(const CocoDataset& dataset, size_t image_index,
+                                  SampleRng& rng) const;
+
+  const DatasetMapperOptions& options() const { return options_; }
+
+ private:
+  DatasetMapperOptions options_;
+};
+
+/// An (H, W, 3) uint8 image as a (3, H, W) float tensor of 0..255.
+at::Tensor image_to_tensor(const cv::Mat& image);
+
+}  // namespace detkit::data

@@ -1,0 +1,92 @@
+#include "detkit/data/ordered_mapper.h"
+
+#include <string>
+
+#include "detkit/utils/error.h"
+
+namespace detkit::data {
+
+OrderedMapper::OrderedMapper(IndexSource source, MapFunction map, int num_workers, size_t capacity)
+    : source_(std::move(source)), map_(std::move(map)), capacity_(capacity) {
+  if (num_workers < 0) {
+    throw Error("DATALOADER.NUM_WORKERS must be >= 0, got " + std::to_string(num_workers));
+  }
+  if (capacity_ == 0) throw Error("OrderedMapper: capacity must be at least 1");
+  for (int w = 0; w < num_workers; ++w) workers_.emplace_back([this] { work(); });
+}
+
+OrderedMapper::~OrderedMapper() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  room_.notify_all();
+  ready_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+void OrderedMapper::work() {
+  while (true) {
+    uint64_t position;
+    std::optional<size_t> index;
+    Slot slot;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      room_.wait(lock, [&] { return stop_ || end_ || claimed_ < consumed_ + capacity_; });
+      if (stop_ || end_) return;
+      position = claimed_;
+      try {
+        index = source_();
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+      if (!index && !slot.error) {
+        end_ = position;
+        room_.notify_all();
+        ready_.notify_all();
+        return;
+      }
+      ++claimed_;
+    }
+    if (index) {
+      try {
+        slot.sample = MappedSample{position, *index, map_(position, *index)};
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_[position] = std::move(slot);
+    }
+    ready_.notify_all();
+  }
+}
+
+std::optional<MappedSample> OrderedMapper::next() {
+  if (workers_.empty()) {  // map in this thread
+    if (end_) return std::nullopt;
+    std::optional<size_t> index = source_();
+    if (!index) {
+      end_ = consumed_;
+      return std::nullopt;
+    }
+    const uint64_t position = consumed_++;
+    return MappedSample{position, *index, map_(position, *index)};
+  }
+  Slot slot;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return done_.count(consumed_) > 0 || (end_ && consumed_ >= *end_); });
+    auto it = done_.find(consumed_);
+    if (it == done_.end()) return std::nullopt;
+    slot = std::move(it->second);
+    done_.erase(it);
+    ++consumed_;
+  }
+  room_.notify_all();
+  if (slot.error) std::rethrow_exception(slot.error);
+  return std::move(slot.sample);
+}
+
+}  // namespace detkit::data

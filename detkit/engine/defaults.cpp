@@ -1,0 +1,118 @@
+#include "detkit/engine/defaults.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <random>
+
+#include "detkit/data/catalog.h"
+#include "detkit/data/shapes.h"
+#include "detkit/engine/hooks.h"
+#include "detkit/engine/trainer_state.h"
+#include "detkit/evaluation/inference.h"
+#include "detkit/solver/build.h"
+#include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
+#include "detkit/utils/logging.h"
+
+namespace detkit::engine {
+
+namespace fs = std::filesystem;
+
+uint64_t default_setup(const config::CfgNode& cfg) {
+  const std::string out = cfg.get_string("OUTPUT_DIR");
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw Error("OUTPUT_DIR: cannot create '" + out + "': " + ec.message());
+  setup_logging(out + "/log.txt");
+  atomic_write(out + "/config.yaml", cfg.dump());
+  spdlog::info("Full config saved to {}/config.yaml", out);
+  int64_t seed = cfg.get_int("SEED");
+  if (seed < 0) {
+    seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+    spdlog::info("SEED is negative: using seed {}", seed);
+  }
+  at::manual_seed(static_cast<uint64_t>(seed));
+  return static_cast<uint64_t>(seed);
+}
+
+void ensure_builtin_datasets(const config::CfgNode& cfg) {
+  std::vector<std::string> names = cfg.get_string_list("DATASETS.TRAIN");
+  for (const auto& n : cfg.get_string_list("DATASETS.TEST")) names.push_back(n);
+  for (const auto& name : names) {
+    if (name != "shapes_train" && name != "shapes_val") continue;
+    data::DatasetFiles files = data::global_catalog().get(name);
+    if (fs::exists(files.json_file)) continue;
+    data::ShapesOptions options;
+    options.out_dir = (fs::path(files.json_file).parent_path().parent_path()).string();
+    spdlog::info("Making the synthetic shapes dataset in {} ({} train, {} val images)",
+                 options.out_dir, options.num_train, options.num_val);
+    data::make_shapes(options);
+  }
+}
+
+std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
+    const config::CfgNode& cfg, modeling::GeneralizedRCNN& model) {
+  std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
+  const auto names = cfg.get_string_list("DATASETS.TEST");
+  for (const auto& name : names) {
+    auto loader = data::build_detection_test_loader(cfg, name);
+    std::string out = cfg.get_string("OUTPUT_DIR") + "/inference";
+    if (names.size() > 1) out += "/" + name;
+    std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
+    if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
+    const auto& parts = loader->dataset().parts();
+    if (parts.size() != 1) throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
+    evaluation::COCOEvaluator evaluator(parts.front(), tasks, out);
+    spdlog::info("Evaluating {}", name);
+    all[name] = evaluation::inference_on_dataset(model, *loader, evaluator);
+  }
+  return all;
+}
+
+DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed) : cfg_(cfg), seed_(seed) {
+  model_ = modeling::build_model(cfg_);
+  optimizer_ = solver::build_optimizer(cfg_, *model_);
+  scheduler_ = solver::build_lr_scheduler(cfg_, *optimizer_);
+  checkpointer_ = std::make_unique<checkpoint::Checkpointer>(model_, cfg_.get_string("OUTPUT_DIR"));
+  periodic_ = std::make_unique<checkpoint::PeriodicCheckpointer>(
+      *checkpointer_, cfg_.get_int("SOLVER.CHECKPOINT_PERIOD"), cfg_.get_int("SOLVER.MAX_ITER"));
+}
+
+void DefaultTrainer::resume_or_load(bool resume) {
+  auto loaded = checkpointer_->resume_or_load(cfg_.get_string("MODEL.WEIGHTS"), resume);
+  start_iter_ = 0;
+  if (!loaded.resumed) return;
+  const auto& state = loaded.state;
+  if (state.count("optimizer"))
+    optimizer_->load_state_dict(optimizer_state_from_ivalue(state.at("optimizer")));
+  if (state.count("scheduler"))
+    scheduler_->load_state_dict(scheduler_state_from_ivalue(state.at("scheduler")));
+  start_iter_ = loaded.iteration() + 1;
+  spdlog::info("Resuming from {} at iteration {}", loaded.path, start_iter_);
+}
+
+void DefaultTrainer::train() {
+  const int64_t max_iter = cfg_.get_int("SOLVER.MAX_ITER");
+  loader_ = data::build_detection_train_loader(cfg_, /*rank=*/0, /*world_size=*/1, seed_);
+  // The batch stream depends only on the seed: a resumed run replays it to where it stopped.
+  for (int64_t i = 0; i < std::min(start_iter_, max_iter); ++i) loader_->next_batch();
+  trainer_ = std::make_unique<Trainer>(
+      model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
+  trainer_->register_hook(std::make_shared<IterationTimer>());
+  trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
+  trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
+  if (!cfg_.get_string_list("DATASETS.TEST").empty())
+    trainer_->register_hook(std::make_shared<EvalHook>(
+        cfg_.get_int("TEST.EVAL_PERIOD"), [this](Trainer& t) { results_ = test(cfg_, t.model()); }));
+  trainer_->register_hook(
+      std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
+  if (start_iter_ >= max_iter) {
+    spdlog::info("Training already finished ({} >= SOLVER.MAX_ITER {})", start_iter_, max_iter);
+    return;
+  }
+  trainer_->train(start_iter_, max_iter);
+}
+
+}  // namespace detkit::engine

@@ -1,0 +1,61 @@
+#pragma once
+// What `detkit train` does with a config, as Detectron2's DefaultTrainer and default_setup:
+// output folder with config.yaml and log.txt, seeding, the built-in shapes dataset made on first
+// use, model + optimizer + LR schedule + loader + checkpointer + hooks, resume or MODEL.WEIGHTS,
+// and evaluation on DATASETS.TEST.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "detkit/checkpoint/checkpointer.h"
+#include "detkit/checkpoint/periodic_checkpointer.h"
+#include "detkit/config/cfg_node.h"
+#include "detkit/data/loader.h"
+#include "detkit/engine/trainer.h"
+#include "detkit/evaluation/coco_report.h"
+#include "detkit/solver/lr_scheduler.h"
+#include "detkit/solver/sgd.h"
+
+namespace detkit::engine {
+
+/// Creates OUTPUT_DIR, logs to OUTPUT_DIR/log.txt too, writes OUTPUT_DIR/config.yaml, and
+/// returns the seed (SEED, or a random one when negative; logged).
+uint64_t default_setup(const config::CfgNode& cfg);
+
+/// Makes the synthetic shapes dataset under the datasets root when DATASETS.TRAIN or
+/// DATASETS.TEST name shapes_train / shapes_val and it does not exist yet.
+void ensure_builtin_datasets(const config::CfgNode& cfg);
+
+/// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON); results files
+/// go to OUTPUT_DIR/inference/<dataset>/ (OUTPUT_DIR/inference/ when there is one dataset).
+std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
+    const config::CfgNode& cfg, modeling::GeneralizedRCNN& model);
+
+class DefaultTrainer {
+ public:
+  DefaultTrainer(const config::CfgNode& cfg, uint64_t seed);
+  /// --resume: continue from OUTPUT_DIR/last_checkpoint when there is one; otherwise load
+  /// MODEL.WEIGHTS (when set) and start at iteration 0.
+  void resume_or_load(bool resume);
+  void train();
+  const std::shared_ptr<modeling::GeneralizedRCNN>& model() const { return model_; }
+  /// The last evaluation's reports, by dataset and task.
+  const std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>>& results() const {
+    return results_;
+  }
+
+ private:
+  config::CfgNode cfg_;
+  uint64_t seed_;
+  std::shared_ptr<modeling::GeneralizedRCNN> model_;
+  std::unique_ptr<solver::SGD> optimizer_;
+  std::unique_ptr<solver::LRMultiplier> scheduler_;
+  std::unique_ptr<data::TrainLoader> loader_;
+  std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
+  std::unique_ptr<checkpoint::PeriodicCheckpointer> periodic_;
+  std::unique_ptr<Trainer> trainer_;
+  int64_t start_iter_ = 0;
+  std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> results_;
+};
+
+}  // namespace detkit::engine

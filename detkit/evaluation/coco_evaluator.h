@@ -1,0 +1,40 @@
+#pragma once
+// COCOEvaluator: collects a model's predictions on a COCO dataset, writes them as a COCO results
+// file (OUTPUT_DIR/inference/coco_instances_results.json: original category ids, XYWH boxes, RLE
+// masks as compressed strings) and evaluates bbox and segm with COCOeval.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "detkit/data/coco_dataset.h"
+#include "detkit/evaluation/coco_report.h"
+#include "detkit/structures/instances.h"
+
+namespace detkit::evaluation {
+
+class COCOEvaluator {
+ public:
+  /// tasks: which of bbox / segm to evaluate; output_dir "" writes no file.
+  COCOEvaluator(std::shared_ptr<const data::CocoDataset> dataset, std::vector<IouType> tasks,
+                std::string output_dir);
+
+  /// predictions: "pred_boxes", "scores", "pred_classes" (class indices) and, for segm,
+  /// "pred_masks" (R, H, W) bool, in the original image's size.
+  void process(int64_t image_id, const structures::Instances& predictions);
+  /// Writes the results file and returns a report per task, logging the tables.
+  std::map<std::string, CocoEvalReport> evaluate();
+  size_t num_detections() const { return results_.size(); }
+
+ private:
+  struct Detection {
+    EvalObject object;  // category_id in the file's ids
+    std::string rle_counts;
+  };
+  std::shared_ptr<const data::CocoDataset> dataset_;
+  std::vector<IouType> tasks_;
+  std::string output_dir_;
+  std::vector<Detection> results_;
+};
+
+}  // namespace detkit::evaluation

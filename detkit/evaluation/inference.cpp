@@ -1,0 +1,61 @@
+#include "detkit/evaluation/inference.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace detkit::evaluation {
+
+std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::GeneralizedRCNN& model,
+                                                           data::TestLoader& loader,
+                                                           COCOEvaluator& evaluator) {
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const size_t total = loader.size();
+  spdlog::info("Start inference on {} images", total);
+  const size_t warmup = std::min<size_t>(5, total > 0 ? total - 1 : 0);
+  bool was_training = model.is_training();
+  model.eval();
+  at::InferenceMode inference_mode;
+  double data_time = 0, compute_time = 0, eval_time = 0;
+  auto start = clock::now(), last_log = clock::now();
+  size_t done = 0;
+  while (true) {
+    auto t0 = clock::now();
+    auto sample = loader.next();
+    if (!sample) break;
+    auto t1 = clock::now();
+    auto results = model.inference({sample->input});
+    auto t2 = clock::now();
+    evaluator.process(sample->image_id, results.at(0));
+    auto t3 = clock::now();
+    ++done;
+    if (done == warmup) {  // restart the clocks: the first images pay for warm-up
+      start = t3;
+      data_time = compute_time = eval_time = 0;
+      continue;
+    }
+    data_time += seconds(t1 - t0);
+    compute_time += seconds(t2 - t1);
+    eval_time += seconds(t3 - t2);
+    if (seconds(t3 - last_log) > 5 || done == total) {
+      size_t timed = done - warmup;
+      double per_image = seconds(t3 - start) / timed;
+      spdlog::info("Inference done {}/{}. Dataloading: {:.4f} s/iter. Inference: {:.4f} s/iter. "
+                   "Eval: {:.4f} s/iter. Total: {:.4f} s/iter. ETA={:.0f} s",
+                   done, total, data_time / timed, compute_time / timed, eval_time / timed,
+                   per_image, per_image * (total - done));
+      last_log = t3;
+    }
+  }
+  if (done > warmup) {
+    double total_time = seconds(clock::now() - start);
+    spdlog::info("Total inference time: {:.2f} s ({:.4f} s / img, {} images after {} warm-up)",
+                 total_time, total_time / (done - warmup), done - warmup, warmup);
+  }
+  if (was_training) model.train();
+  return evaluator.evaluate();
+}
+
+}  // namespace detkit::evaluation

@@ -1,0 +1,181 @@
+#include "detkit/solver/sgd.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+#include "detkit/utils/error.h"
+
+namespace detkit::solver {
+namespace {
+
+std::string text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+void check_defaults(const SGDOptions& o) {
+  if (o.lr() < 0) throw Error("SGD: invalid learning rate " + text(o.lr()));
+  if (o.momentum() < 0) throw Error("SGD: invalid momentum " + text(o.momentum()));
+  if (o.weight_decay() < 0) throw Error("SGD: invalid weight_decay " + text(o.weight_decay()));
+  if (o.nesterov() && (o.momentum() <= 0 || o.dampening() != 0)) {
+    throw Error("SGD: nesterov momentum requires a momentum and zero dampening, got momentum " +
+                text(o.momentum()) + ", dampening " + text(o.dampening()));
+  }
+}
+
+std::string shape_text(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << sizes;
+  return out.str();
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults) : defaults_(defaults) {
+  check_defaults(defaults_);
+  for (ParamGroup& group : groups) {
+    if (group.params.size() != group.names.size()) {
+      throw Error("SGD: a parameter group has " + std::to_string(group.params.size()) +
+                  " parameters but " + std::to_string(group.names.size()) + " names");
+    }
+    SGDParamGroup g;
+    g.params = std::move(group.params);
+    g.names = std::move(group.names);
+    g.lr = group.lr.value_or(defaults_.lr());
+    g.momentum = defaults_.momentum();
+    g.dampening = defaults_.dampening();
+    g.weight_decay = group.weight_decay.value_or(defaults_.weight_decay());
+    g.nesterov = defaults_.nesterov();
+    g.momentum_buffers.resize(g.params.size());
+    groups_.push_back(std::move(g));
+  }
+}
+
+void SGD::step() {
+  at::NoGradGuard no_grad;
+  if (clipper_) {
+    for (const SGDParamGroup& group : groups_) {
+      for (const at::Tensor& p : group.params) clipper_(p);
+    }
+  }
+  for (SGDParamGroup& group : groups_) {
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      at::Tensor& p = group.params[i];
+      if (!p.grad().defined()) continue;
+      at::Tensor d_p = p.grad();
+      if (group.weight_decay != 0) d_p = d_p.add(p, group.weight_decay);
+      if (group.momentum != 0) {
+        at::Tensor& buf = group.momentum_buffers[i];
+        if (!buf.defined()) {
+          buf = d_p.clone().detach();
+        } else {
+          buf.mul_(group.momentum).add_(d_p, 1 - group.dampening);
+        }
+        d_p = group.nesterov ? d_p.add(buf, group.momentum) : buf;
+      }
+      p.add_(d_p, -group.lr);
+    }
+  }
+}
+
+void SGD::zero_grad(bool set_to_none) {
+  for (SGDParamGroup& group : groups_) {
+    for (at::Tensor& p : group.params) {
+      at::Tensor& grad = p.mutable_grad();
+      if (!grad.defined()) continue;
+      if (set_to_none) {
+        grad.reset();
+        continue;
+      }
+      if (grad.grad_fn()) {
+        grad.detach_();
+      } else {
+        grad.requires_grad_(false);
+      }
+      grad.zero_();
+    }
+  }
+}
+
+std::vector<std::string> SGD::param_names() const {
+  std::vector<std::string> names;
+  for (const SGDParamGroup& group : groups_) {
+    names.insert(names.end(), group.names.begin(), group.names.end());
+  }
+  return names;
+}
+
+SGDState SGD::state_dict() const {
+  SGDState state;
+  int64_t index = 0;
+  for (const SGDParamGroup& group : groups_) {
+    SGDGroupState g{group.lr,
+                    group.momentum,
+                    group.dampening,
+                    group.weight_decay,
+                    group.nesterov,
+                    group.initial_lr,
+                    {}};
+    for (size_t i = 0; i < group.params.size(); ++i, ++index) {
+      g.params.push_back(index);
+      if (group.momentum_buffers[i].defined()) {
+        state.momentum_buffers[index] = group.momentum_buffers[i].clone();
+      }
+    }
+    state.param_groups.push_back(std::move(g));
+  }
+  return state;
+}
+
+void SGD::load_state_dict(const SGDState& state) {
+  if (state.param_groups.size() != groups_.size()) {
+    throw Error("optimizer state has " + std::to_string(state.param_groups.size()) +
+                " parameter groups, the optimizer " + std::to_string(groups_.size()));
+  }
+  // Map saved indices to (group, position) in order, as PyTorch does; check everything first.
+  std::map<int64_t, std::pair<size_t, size_t>> slot_of_index;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& saved = state.param_groups[g].params;
+    if (saved.size() != groups_[g].params.size()) {
+      throw Error("optimizer state: parameter group " + std::to_string(g) + " has " +
+                  std::to_string(saved.size()) + " parameters, the optimizer's " +
+                  std::to_string(groups_[g].params.size()));
+    }
+    for (size_t i = 0; i < saved.size(); ++i) slot_of_index[saved[i]] = {g, i};
+  }
+  for (const auto& [index, buffer] : state.momentum_buffers) {
+    auto it = slot_of_index.find(index);
+    if (it == slot_of_index.end()) {
+      throw Error("optimizer state: state." + std::to_string(index) +
+                  " belongs to no parameter group");
+    }
+    const auto [g, i] = it->second;
+    const at::Tensor& param = groups_[g].params[i];
+    if (!buffer.defined() || buffer.sizes() != param.sizes()) {
+      throw Error("optimizer state: state." + std::to_string(index) + ".momentum_buffer for " +
+                  groups_[g].names[i] + " has shape " +
+                  (buffer.defined() ? shape_text(buffer.sizes()) : "undefined") +
+                  ", the parameter " + shape_text(param.sizes()));
+    }
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    SGDParamGroup& group = groups_[g];
+    const SGDGroupState& saved = state.param_groups[g];
+    group.lr = saved.lr;
+    group.momentum = saved.momentum;
+    group.dampening = saved.dampening;
+    group.weight_decay = saved.weight_decay;
+    group.nesterov = saved.nesterov;
+    group.initial_lr = saved.initial_lr;
+    for (at::Tensor& buffer : group.momentum_buffers) buffer = at::Tensor();
+  }
+  for (const auto& [index, buffer] : state.momentum_buffers) {
+    const auto [g, i] = slot_of_index.at(index);
+    const at::Tensor& param = groups_[g].params[i];
+    groups_[g].momentum_buffers[i] = buffer.to(param.options()).clone();
+  }
+}
+
+}  // namespace detkit::solver

@@ -1,0 +1,87 @@
+// Every config in configs/ builds its model; the parameter totals of the model-zoo configs equal
+// Detectron2's (80 classes), and the state dict lists Detectron2's names in Detectron2's order.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "detkit/config/defaults.h"
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/model_analysis.h"
+#include "tests/support/detectron2_fixture.h"
+
+namespace detkit::modeling {
+namespace {
+
+const std::string kConfigs = std::string(DETKIT_SOURCE_DIR) + "/configs/";
+
+config::CfgNode load_config(const std::string& path) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_file(path);
+  cfg.merge_from_list({"MODEL.DEVICE", "cpu"});
+  return cfg;
+}
+
+}  // namespace
+
+TEST(BuildConfigs, EveryConfigBuildsItsModel) {
+  // Detectron2's totals: parameters, trainable parameters (0: not recorded).
+  const std::map<std::string, std::pair<int64_t, int64_t>> detectron2 = {
+      {"COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml", {44343216, 44120816}},
+      {"COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml", {41699936, 0}},
+      {"COCO-Detection/faster_rcnn_X_101_32x8d_FPN_3x.yaml", {104784480, 0}},
+  };
+  int built = 0, checked = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kConfigs)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string name = std::filesystem::relative(entry.path(), kConfigs).string();
+    std::shared_ptr<GeneralizedRCNN> model;
+    ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
+    ++built;
+    auto rows = count_parameters(*model, 0);
+    std::cout << "[ build ] " << name << ": " << with_thousands_separators(rows[0].values[0])
+              << " parameters, " << with_thousands_separators(rows[0].values[1]) << " trainable\n";
+    auto it = detectron2.find(name);
+    if (it == detectron2.end()) continue;
+    ++checked;
+    EXPECT_EQ(rows[0].values[0], it->second.first) << name;
+    if (it->second.second) EXPECT_EQ(rows[0].values[1], it->second.second) << name;
+  }
+  EXPECT_GE(built, 7);
+  EXPECT_EQ(checked, 3);
+}
+
+TEST(BuildConfigs, TrainableCountFollowsFreezeAt) {
+  // Stem and res2 of ResNet-50: 9,408 + 212,992 = 222,400 conv weights (FrozenBN holds buffers).
+  const std::string config = kConfigs + "COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml";
+  const std::vector<std::pair<int64_t, int64_t>> frozen_by_freeze_at = {
+      {0, 0}, {1, 9408}, {2, 222400}};
+  for (const auto& [freeze_at, frozen] : frozen_by_freeze_at) {
+    auto cfg = load_config(config);
+    cfg.merge_from_list({"MODEL.BACKBONE.FREEZE_AT", std::to_string(freeze_at)});
+    auto rows = count_parameters(*build_model(cfg), 0);
+    EXPECT_EQ(rows[0].values[0] - rows[0].values[1], frozen) << "FREEZE_AT " << freeze_at;
+  }
+}
+
+TEST(BuildConfigs, StateDictOrderAndShapesMatchDetectron2) {
+  testing::Detectron2Fixture fx;
+  if (!fx.present()) GTEST_SKIP() << "fixture absent: " << fx.dir;
+  auto model = build_model(fx.config());
+  nlohmann::json meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
+  std::vector<std::string> want = meta["state_dict_keys"];
+  auto entries = ordered_state_dict(*model);
+  std::vector<std::string> got;
+  for (const auto& [name, tensor] : entries) {
+    got.push_back(name);
+    auto w = fx.weights().find(name);
+    ASSERT_NE(w, fx.weights().end()) << name;
+    EXPECT_EQ(shape_string(tensor), shape_string(w->second)) << name;
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "entry " << i;
+}
+
+}  // namespace detkit::modeling
