@@ -15,5 +15,7 @@ CommandRunner add_analyze_model_command(CLI::App& app);
 CommandRunner add_evaluate_command(CLI::App& app);
 CommandRunner add_train_command(CLI::App& app);
 CommandRunner add_data_command(CLI::App& app);
+CommandRunner add_infer_command(CLI::App& app);
+CommandRunner add_visualize_data_command(CLI::App& app);
 
 }  // namespace detkit::tools

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       detkit::tools::add_evaluate_command(app),
       detkit::tools::add_train_command(app),
       detkit::tools::add_data_command(app),
+      detkit::tools::add_infer_command(app),
+      detkit::tools::add_visualize_data_command(app),
   };
   try {
     app.parse(argc, argv);

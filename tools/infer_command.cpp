@@ -1,0 +1,183 @@
+// detkit infer --config-file X --weights W --input a.jpg b.jpg ... --output DIR [--confidence C]:
+// Detectron2's demo.py without a window. Each image is resized as the test mapper does, run
+// through the model, and its detections scoring >= C are drawn (boxes, class names, scores,
+// translucent masks) into DIR/<stem>.png and listed in DIR/<stem>.json.
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "detkit/checkpoint/checkpointer.h"
+#include "detkit/config/defaults.h"
+#include "detkit/data/catalog.h"
+#include "detkit/data/dataset_mapper.h"
+#include "detkit/data/image_io.h"
+#include "detkit/evaluation/visualizer.h"
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/utils/error.h"
+#include "tools/commands.h"
+
+namespace detkit::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Names of the model's classes: the categories of the first DATASETS.TEST dataset when it
+// resolves through the catalog and has MODEL.ROI_HEADS.NUM_CLASSES of them; empty otherwise
+// (labels then read "class N").
+struct ClassNames {
+  std::vector<std::string> names;
+  std::vector<int64_t> category_ids;  // the dataset's id of each class index
+};
+
+ClassNames class_names_from_config(const config::CfgNode& cfg) {
+  const auto tests = cfg.get_string_list("DATASETS.TEST");
+  if (tests.empty()) return {};
+  const std::string& name = tests.front();
+  try {
+    const data::DatasetFiles files = data::global_catalog().get(name);
+    if (!fs::exists(files.json_file)) {
+      spdlog::info("{} ({}) is not there: labelling detections 'class N'", name, files.json_file);
+      return {};
+    }
+    const data::CocoDataset dataset = data::load_coco_json(files.json_file, files.image_root);
+    const int64_t num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+    if (static_cast<int64_t>(dataset.num_classes()) != num_classes) {
+      spdlog::warn("{} has {} categories but MODEL.ROI_HEADS.NUM_CLASSES is {}: labelling "
+                   "detections 'class N'", name, dataset.num_classes(), num_classes);
+      return {};
+    }
+    ClassNames out{dataset.class_names(), {}};
+    for (size_t k = 0; k < dataset.num_classes(); ++k) {
+      out.category_ids.push_back(dataset.category_id_of(static_cast<int>(k)));
+    }
+    return out;
+  } catch (const Error& e) {
+    spdlog::warn("class names from {} unavailable ({}): labelling detections 'class N'", name,
+                 e.what());
+    return {};
+  }
+}
+
+// The model's input for a BGR image: the test-time augmentations (ResizeShortestEdge from
+// INPUT.MIN_SIZE_TEST / MAX_SIZE_TEST) in INPUT.FORMAT channel order, as the test mapper makes.
+modeling::ModelInput test_input(const cv::Mat& bgr, const data::DatasetMapperOptions& mapper) {
+  data::SampleRng rng(0, 0);  // test-time augmentations draw nothing
+  data::TransformList transforms =
+      data::apply_augmentations(mapper.augmentations, bgr.rows, bgr.cols, rng);
+  cv::Mat image = bgr;
+  if (mapper.image_format == "RGB") cv::cvtColor(bgr, image, cv::COLOR_BGR2RGB);
+  modeling::ModelInput input;
+  input.image = data::image_to_tensor(transforms.apply_image(image));
+  input.height = bgr.rows;
+  input.width = bgr.cols;
+  return input;
+}
+
+double round_to(double value, double step) { return std::round(value / step) * step; }
+
+nlohmann::json detections_json(const structures::Instances& kept, const ClassNames& classes) {
+  at::Tensor boxes = kept.boxes("pred_boxes").tensor().to(at::kDouble).contiguous();
+  at::Tensor scores = kept.tensor("scores").to(at::kDouble).contiguous();
+  at::Tensor labels = kept.tensor("pred_classes").to(at::kLong).contiguous();
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t i = 0; i < kept.size(); ++i) {
+    const int64_t c = labels[i].item<int64_t>();
+    const auto b = boxes[i];
+    const double x0 = b[0].item<double>(), y0 = b[1].item<double>();
+    nlohmann::json d;
+    d["category"] = evaluation::class_label(c, classes.names);
+    d["class"] = c;
+    if (c >= 0 && c < static_cast<int64_t>(classes.category_ids.size())) {
+      d["category_id"] = classes.category_ids[c];
+    }
+    d["score"] = scores[i].item<double>();
+    d["bbox"] = {round_to(x0, 0.01), round_to(y0, 0.01),
+                 round_to(b[2].item<double>() - x0, 0.01),
+                 round_to(b[3].item<double>() - y0, 0.01)};
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// Every input exists and no two share a stem (they would overwrite each other's outputs).
+void check_inputs(const std::vector<std::string>& inputs) {
+  std::map<std::string, std::string> stems;
+  for (const auto& input : inputs) {
+    if (!fs::is_regular_file(input)) throw Error("infer: input '" + input + "' is not a file");
+    const std::string stem = fs::path(input).stem().string();
+    auto [it, added] = stems.emplace(stem, input);
+    if (!added) {
+      throw Error("infer: inputs '" + it->second + "' and '" + input + "' would both write " +
+                  stem + ".png: rename one");
+    }
+  }
+}
+
+}  // namespace
+
+CommandRunner add_infer_command(CLI::App& app) {
+  struct Options {
+    std::string config_file, weights, output;
+    std::vector<std::string> inputs, overrides;
+    double confidence = 0.5;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "infer", "Draw a model's detections onto images (PNG) and list them (JSON)");
+  cmd->add_option("--config-file", o->config_file, "Detectron2-style YAML config")->required();
+  cmd->add_option("--weights", o->weights, "model weights (sets MODEL.WEIGHTS)")->required();
+  cmd->add_option("--input", o->inputs, "images to run on")->required()->expected(1, -1);
+  cmd->add_option("--output", o->output, "folder for <stem>.png and <stem>.json")->required();
+  cmd->add_option("--confidence", o->confidence, "keep detections scoring at least this")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("overrides", o->overrides, "KEY VALUE config overrides");
+  cmd->footer(
+      "Example: detkit infer --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "
+      "--weights output/quick_shapes/model_final.pth --input a.jpg b.jpg --output vis\n");
+  return [cmd, o]() {
+    if (!*cmd) return -1;
+    check_inputs(o->inputs);
+    config::CfgNode cfg = config::get_cfg();
+    cfg.merge_from_file(o->config_file);
+    cfg.merge_from_list(o->overrides);
+    cfg.merge_from_list({"MODEL.WEIGHTS", o->weights});
+    cfg.freeze();
+    const ClassNames classes = class_names_from_config(cfg);
+    const auto mapper = data::dataset_mapper_options_from_config(cfg, /*is_train=*/false);
+    auto model = modeling::build_model(cfg);
+    checkpoint::Checkpointer(model, "", /*save_to_disk=*/false).resume_or_load(o->weights, false);
+    model->eval();
+    at::InferenceMode inference_mode;
+    fs::create_directories(o->output);
+    for (const auto& path : o->inputs) {
+      const cv::Mat bgr = data::read_image(path, "BGR");
+      const structures::Instances predictions = model->inference({test_input(bgr, mapper)}).at(0);
+      const structures::Instances kept =
+          predictions.index(predictions.tensor("scores").ge(o->confidence));
+      const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
+      const cv::Mat canvas = evaluation::draw_predictions(bgr, kept, classes.names);
+      if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
+      std::ofstream json(stem + ".json");  // one detection a line
+      const nlohmann::json detections = detections_json(kept, classes);
+      json << "[";
+      for (size_t i = 0; i < detections.size(); ++i) {
+        json << (i == 0 ? "\n  " : ",\n  ") << detections[i].dump();
+      }
+      json << "\n]\n";
+      if (!json) throw Error("infer: cannot write " + stem + ".json");
+      spdlog::info("{}: {} of {} detections with score >= {} -> {}.png", path, kept.size(),
+                   predictions.size(), o->confidence, stem);
+    }
+    return 0;
+  };
+}
+
+}  // namespace detkit::tools
