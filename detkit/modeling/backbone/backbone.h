@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/layers/shape_spec.h"
@@ -25,6 +26,16 @@ class Backbone : public torch::nn::Module {
   /// Inputs must be padded to a multiple of this (0: any size).
   virtual int64_t size_divisibility() const { return 0; }
 };
+
+/// The strides of the named features and their common channel count, for heads that read
+/// several levels; `key` (e.g. "MODEL.RPN.IN_FEATURES") is named when a feature is missing or
+/// the channel counts differ.
+struct FeatureLevels {
+  std::vector<int64_t> strides;
+  int64_t channels = 0;
+};
+FeatureLevels feature_levels(const layers::ShapeSpecs& shapes,
+                             const std::vector<std::string>& names, const std::string& key);
 
 using BackboneFactory =
     std::function<std::shared_ptr<Backbone>(const config::CfgNode& cfg, int64_t input_channels)>;

@@ -138,21 +138,12 @@ ProposalOutput RPN::forward(const structures::ImageList& images, const FeatureMa
 DETKIT_REGISTER_PROPOSAL_GENERATOR(RPN, [](const config::CfgNode& cfg,
                                            const layers::ShapeSpecs& shapes) {
   RPNOptions o = rpn_options_from_config(cfg);
-  std::vector<int64_t> strides;
-  int64_t channels = -1;
-  for (const auto& name : o.in_features) {
-    auto it = shapes.find(name);
-    if (it == shapes.end()) throw Error("MODEL.RPN.IN_FEATURES: the backbone has no '" + name + "'");
-    if (channels != -1 && it->second.channels != channels)
-      throw Error("MODEL.RPN.IN_FEATURES must all have the same number of channels");
-    channels = it->second.channels;
-    strides.push_back(it->second.stride);
-  }
-  DefaultAnchorGenerator anchors(default_anchor_generator_options_from_config(cfg, strides));
+  FeatureLevels levels = feature_levels(shapes, o.in_features, "MODEL.RPN.IN_FEATURES");
+  DefaultAnchorGenerator anchors(default_anchor_generator_options_from_config(cfg, levels.strides));
   const std::string head_name = cfg.get_string("MODEL.RPN.HEAD_NAME");
   if (head_name != "StandardRPNHead")
     throw Error("unknown MODEL.RPN.HEAD_NAME '" + head_name + "'; registered: StandardRPNHead");
-  StandardRPNHead head(StandardRPNHeadOptions(channels, anchors->num_anchors())
+  StandardRPNHead head(StandardRPNHeadOptions(levels.channels, anchors->num_anchors())
                            .conv_dims(cfg.get_int_list("MODEL.RPN.CONV_DIMS")));
   return std::make_shared<RPN>(o, head, anchors);
 });

@@ -150,26 +150,17 @@ static const bool kStandardROIHeadsRegistered = roi_heads_registry().add(
       o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
       o.mask_on = cfg.get_bool("MODEL.MASK_ON");
       if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
-      std::vector<int64_t> strides;
-      int64_t channels = -1;
-      for (const auto& name : o.in_features) {
-        auto it = shapes.find(name);
-        if (it == shapes.end())
-          throw Error("MODEL.ROI_HEADS.IN_FEATURES: the backbone has no '" + name + "'");
-        if (channels != -1 && channels != it->second.channels)
-          throw Error("MODEL.ROI_HEADS.IN_FEATURES must all have the same number of channels");
-        channels = it->second.channels;
-        strides.push_back(it->second.stride);
-      }
-      ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", strides));
+      FeatureLevels levels =
+          feature_levels(shapes, o.in_features, "MODEL.ROI_HEADS.IN_FEATURES");
+      ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", levels.strides));
       const int64_t res = box_pooler.options().output_size;
-      auto box_head = build_box_head(cfg, BoxHeadInput{channels, res, res});
+      auto box_head = build_box_head(cfg, BoxHeadInput{levels.channels, res, res});
       FastRCNNOutputLayers predictor(fast_rcnn_options_from_config(cfg, box_head->output_size()));
       std::optional<ROIPooler> mask_pooler;
       std::shared_ptr<MaskHead> mask_head;
       if (o.mask_on) {
-        mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", strides));
-        mask_head = build_mask_head(cfg, channels);
+        mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
+        mask_head = build_mask_head(cfg, levels.channels);
       }
       return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
                                                 mask_head);
