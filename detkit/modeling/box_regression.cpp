@@ -90,4 +90,12 @@ at::Tensor Box2BoxTransform::apply_deltas(const at::Tensor& deltas_in,
   return at::stack({x1, y1, x2, y2}, -1).reshape(deltas.sizes());
 }
 
+std::array<double, 4> box_reg_weights_from_config(const config::CfgNode& cfg,
+                                                  const std::string& key) {
+  auto w = cfg.get_float_list(key);
+  if (w.size() != 4)
+    throw Error(key + " must have 4 values (wx, wy, ww, wh), got " + std::to_string(w.size()));
+  return {w[0], w[1], w[2], w[3]};
+}
+
 }  // namespace detkit::modeling

@@ -5,6 +5,9 @@
 
 #include <array>
 #include <cmath>
+#include <string>
+
+#include "detkit/config/cfg_node.h"
 
 namespace detkit::modeling {
 
@@ -36,5 +39,10 @@ class Box2BoxTransform {
   std::array<double, 4> weights_;
   double scale_clamp_;
 };
+
+/// The 4 weights under `key` (MODEL.RPN.BBOX_REG_WEIGHTS, MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS);
+/// another count is a detkit::Error naming the key.
+std::array<double, 4> box_reg_weights_from_config(const config::CfgNode& cfg,
+                                                  const std::string& key);
 
 }  // namespace detkit::modeling

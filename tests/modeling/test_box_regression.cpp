@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "detkit/config/defaults.h"
 #include "detkit/modeling/box_regression.h"
 #include "detkit/utils/error.h"
 #include "tests/parity/oracle.h"
@@ -168,4 +169,22 @@ TEST(Box2BoxTransformTest, MatchesTorchvisionBoxCoder) {
 }
 
 }  // namespace
+}  // namespace detkit::modeling
+
+namespace detkit::modeling {
+
+TEST(Box2BoxTransformConfig, WeightsFromConfigOrANamedError) {
+  config::CfgNode cfg = config::get_cfg();
+  EXPECT_EQ(box_reg_weights_from_config(cfg, "MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS"),
+            (std::array<double, 4>{10, 10, 5, 5}));
+  cfg.merge_from_list({"MODEL.RPN.BBOX_REG_WEIGHTS", "(1.0, 2.0)"});
+  try {
+    box_reg_weights_from_config(cfg, "MODEL.RPN.BBOX_REG_WEIGHTS");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "MODEL.RPN.BBOX_REG_WEIGHTS must have 4 values (wx, wy, ww, wh), got 2");
+  }
+}
+
 }  // namespace detkit::modeling

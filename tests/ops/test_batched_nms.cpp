@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detkit/ops/batched_nms.h"
+#include "tests/ops/reference_nms.h"
 #include "tests/parity/oracle.h"
 
 namespace detkit::ops {
@@ -24,29 +25,7 @@ std::vector<int64_t> to_vector(const at::Tensor& t) {
 // Plain per-category greedy NMS; returns the kept indices in ascending order.
 std::vector<int64_t> reference_kept(const at::Tensor& boxes, const at::Tensor& scores,
                                     const at::Tensor& idxs, double threshold) {
-  auto b = boxes.accessor<float, 2>();
-  auto s = scores.accessor<float, 1>();
-  auto c = idxs.accessor<int64_t, 1>();
-  std::vector<int64_t> order(boxes.size(0));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
-  auto iou = [&](int64_t i, int64_t j) {
-    const float w = std::max(0.0f, std::min(b[i][2], b[j][2]) - std::max(b[i][0], b[j][0]));
-    const float h = std::max(0.0f, std::min(b[i][3], b[j][3]) - std::max(b[i][1], b[j][1]));
-    const float area_i = (b[i][2] - b[i][0]) * (b[i][3] - b[i][1]);
-    const float area_j = (b[j][2] - b[j][0]) * (b[j][3] - b[j][1]);
-    return w * h / (area_i + area_j - w * h);
-  };
-  std::map<int64_t, std::vector<int64_t>> kept_by_category;
-  for (int64_t i : order) {
-    std::vector<int64_t>& kept = kept_by_category[c[i]];
-    bool suppressed = false;
-    for (int64_t k : kept) suppressed = suppressed || iou(k, i) > threshold;
-    if (!suppressed) kept.push_back(i);
-  }
-  std::vector<int64_t> all;
-  for (const auto& [category, kept] : kept_by_category)
-    all.insert(all.end(), kept.begin(), kept.end());
+  std::vector<int64_t> all = testing::reference_nms(boxes, scores, threshold, idxs);
   std::sort(all.begin(), all.end());
   return all;
 }

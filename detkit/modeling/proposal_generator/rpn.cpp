@@ -17,9 +17,7 @@ RPNOptions rpn_options_from_config(const config::CfgNode& cfg) {
   o.in_features = cfg.get_string_list("MODEL.RPN.IN_FEATURES");
   o.iou_thresholds = cfg.get_float_list("MODEL.RPN.IOU_THRESHOLDS");
   o.iou_labels = cfg.get_int_list("MODEL.RPN.IOU_LABELS");
-  auto w = cfg.get_float_list("MODEL.RPN.BBOX_REG_WEIGHTS");
-  if (w.size() != 4) throw Error("MODEL.RPN.BBOX_REG_WEIGHTS must have 4 values");
-  o.bbox_reg_weights = {w[0], w[1], w[2], w[3]};
+  o.bbox_reg_weights = box_reg_weights_from_config(cfg, "MODEL.RPN.BBOX_REG_WEIGHTS");
   o.batch_size_per_image = cfg.get_int("MODEL.RPN.BATCH_SIZE_PER_IMAGE");
   o.positive_fraction = cfg.get_float("MODEL.RPN.POSITIVE_FRACTION");
   o.pre_nms_topk_train = cfg.get_int("MODEL.RPN.PRE_NMS_TOPK_TRAIN");

@@ -18,9 +18,7 @@ FastRCNNOutputLayersOptions fast_rcnn_options_from_config(const config::CfgNode&
   o.input_size = input_size;
   o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
   o.cls_agnostic_bbox_reg = cfg.get_bool("MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG");
-  auto w = cfg.get_float_list("MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS");
-  if (w.size() != 4) throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS must have 4 values");
-  o.bbox_reg_weights = {w[0], w[1], w[2], w[3]};
+  o.bbox_reg_weights = box_reg_weights_from_config(cfg, "MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS");
   o.smooth_l1_beta = cfg.get_float("MODEL.ROI_BOX_HEAD.SMOOTH_L1_BETA");
   o.bbox_reg_loss_weight = cfg.get_float("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_WEIGHT");
   o.test_score_thresh = cfg.get_float("MODEL.ROI_HEADS.SCORE_THRESH_TEST");
