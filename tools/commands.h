@@ -17,5 +17,6 @@ CommandRunner add_train_command(CLI::App& app);
 CommandRunner add_data_command(CLI::App& app);
 CommandRunner add_infer_command(CLI::App& app);
 CommandRunner add_visualize_data_command(CLI::App& app);
+CommandRunner add_benchmark_command(CLI::App& app);
 
 }  // namespace detkit::tools

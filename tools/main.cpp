@@ -1,12 +1,14 @@
 // detkit: one binary, Detectron2's commands. Errors print on one line and exit non-zero.
 #include <iostream>
 
+#include "detkit/utils/allocator.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/logging.h"
 #include "detkit/utils/threads.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  detkit::configure_allocator();
   detkit::setup_logging();
   CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
   app.require_subcommand(1);
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
       detkit::tools::add_data_command(app),
       detkit::tools::add_infer_command(app),
       detkit::tools::add_visualize_data_command(app),
+      detkit::tools::add_benchmark_command(app),
   };
   try {
     app.parse(argc, argv);

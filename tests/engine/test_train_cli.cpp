@@ -16,52 +16,14 @@
 #include "detkit/data/shapes.h"
 #include "detkit/utils/file_io.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/tiny_shapes.h"
 
 namespace detkit::engine {
 namespace fs = std::filesystem;
 
 namespace {
 
-// A model small enough to train a few iterations in seconds.
-const char* kTinyConfig = R"(_BASE_: "@BASE@"
-MODEL:
-  DEVICE: "cpu"
-  MASK_ON: True
-  RESNETS: {DEPTH: 18, RES2_OUT_CHANNELS: 64, STEM_OUT_CHANNELS: 32, NORM: "GN",
-            STRIDE_IN_1X1: False, WIDTH_PER_GROUP: 16}
-  BACKBONE: {FREEZE_AT: 0}
-  FPN: {OUT_CHANNELS: 32}
-  ANCHOR_GENERATOR: {SIZES: [[8], [16], [32], [64], [128]]}
-  RPN: {PRE_NMS_TOPK_TRAIN: 200, POST_NMS_TOPK_TRAIN: 100, PRE_NMS_TOPK_TEST: 100, POST_NMS_TOPK_TEST: 50}
-  ROI_HEADS: {NUM_CLASSES: 3, BATCH_SIZE_PER_IMAGE: 32}
-  ROI_BOX_HEAD: {FC_DIM: 64}
-  ROI_MASK_HEAD: {CONV_DIM: 32, NUM_CONV: 1}
-DATASETS:
-  TRAIN: ("shapes_train",)
-  TEST: ()
-DATALOADER: {NUM_WORKERS: 1}
-INPUT: {MIN_SIZE_TRAIN: [64], MAX_SIZE_TRAIN: 96, MIN_SIZE_TEST: 64, MAX_SIZE_TEST: 96}
-SOLVER: {IMS_PER_BATCH: 2, BASE_LR: 0.01, WARMUP_ITERS: 2, STEPS: [4], MAX_ITER: 6,
-         CHECKPOINT_PERIOD: 3}
-SEED: 7
-)";
-
-struct TinySetup {
-  testing::TempDir dir{"train_cli"};
-  std::string config;
-  TinySetup() {
-    data::ShapesOptions shapes;
-    shapes.out_dir = dir.path("datasets/shapes");
-    shapes.num_train = 8;
-    shapes.num_val = 2;
-    shapes.width = shapes.height = 64;
-    shapes.seed = 3;
-    data::make_shapes(shapes);
-    std::string text = kTinyConfig;
-    text.replace(text.find("@BASE@"), 6, std::string(DETKIT_SOURCE_DIR) + "/configs/Base-RCNN-FPN.yaml");
-    config = dir.write("tiny.yaml", text);
-  }
-};
+using testing::TinySetup;
 
 // Starts `detkit train` with the given extra arguments; returns the child's pid.
 pid_t start_train(const TinySetup& s, const std::vector<std::string>& extra) {

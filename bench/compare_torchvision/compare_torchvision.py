@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""detkit vs torchvision side by side on this machine: training, inference and data loading
+images/s of Mask R-CNN and Faster R-CNN R50-FPN, alternating A/B runs in one invocation.
+
+    cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
+
+Both sides run on a shapes dataset made here by `detkit make-shapes` (512x384 images, so the
+384/512 resize is the identity for both), random init, 2 images per batch, SGD (momentum 0.9,
+weight decay 1e-4, lr 0.002), the same threads and loader workers. detkit runs
+`detkit benchmark --json` with configs/Torchvision-Comparisons/*; torchvision runs
+torchvision_peer.py. Each measurement is a fresh process; the order of the two alternates every
+round, and the table shows the median over rounds. docs/BENCHMARKS.md lists the differences
+that remain between the two setups.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CONFIGS = {"mask": "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvision.yaml",
+           "faster": "configs/Torchvision-Comparisons/faster_rcnn_R_50_FPN_torchvision.yaml"}
+TARGETS = {"train": 1.3, "eval": 1.5, "data": 3.0}
+
+
+def run_json(command, env, label):
+    """Runs `command`, returns the JSON object on its last stdout line; stderr goes to a log."""
+    print(f"  {label}: {' '.join(command)}", file=sys.stderr, flush=True)
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    if done.returncode != 0:
+        sys.exit(f"{label} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def detkit_command(args, task, model, iters, window):
+    command = [args.detkit, "--num-threads", str(args.threads), "benchmark", "--config-file",
+               os.path.join(REPO, CONFIGS[model]), "--task", task, "--iters", str(iters),
+               "--window", window, "--json", "DATALOADER.NUM_WORKERS", str(args.workers)]
+    if task == "data":  # full-image bitmasks, as the torchvision loader makes
+        command += ["INPUT.MASK_FORMAT", "bitmask"]
+    return command
+
+
+def peer_command(args, task, model, iters, window):
+    return [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
+            "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
+            "--iters", str(iters), "--window", window, "--threads", str(args.threads),
+            "--workers", str(args.workers)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--detkit", default=os.path.join(REPO, "build", "tools", "detkit"))
+    parser.add_argument("--python", default="/usr/bin/python3",
+                        help="a Python with Debian's torch and torchvision")
+    parser.add_argument("--work-dir", help="dataset and raw results (default: a temp folder)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--models", default="mask,faster")
+    parser.add_argument("--tasks", default="train,eval,data")
+    parser.add_argument("--train", default="10:3:10", help="ITERS:A:B for training")
+    parser.add_argument("--eval", default="40:8:40", help="ITERS:A:B for inference (images)")
+    parser.add_argument("--data", default="100:20:100", help="ITERS:A:B for the loader (batches)")
+    args = parser.parse_args()
+    args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
+    if not os.access(args.detkit, os.X_OK):
+        sys.exit(f"no detkit binary at {args.detkit}: build first (cmake --build build)")
+
+    shapes = os.path.join(args.work_dir, "shapes")
+    if not os.path.exists(os.path.join(shapes, "annotations", "instances_val.json")):
+        subprocess.run([args.detkit, "make-shapes", "--out", shapes, "--size", "512x384",
+                        "--train", "64", "--val", "16", "--seed", "1"], check=True)
+    env = dict(os.environ, DETKIT_DATASETS=args.work_dir)
+
+    plan = [(task, model) for task in args.tasks.split(",") for model in args.models.split(",")
+            if not (task == "data" and model == "faster")]  # one loader row: with masks
+    results = {}  # (task, model, side) -> [result per round]
+    for r in range(args.rounds):
+        print(f"round {r + 1} of {args.rounds}", file=sys.stderr, flush=True)
+        for task, model in plan:
+            iters, begin, end = getattr(args, task).split(":")
+            window = f"{begin}:{end}"
+            sides = [("detkit", detkit_command(args, task, model, iters, window)),
+                     ("torchvision", peer_command(args, task, model, iters, window))]
+            if r % 2 == 1:
+                sides.reverse()
+            for side, command in sides:
+                result = run_json(command, env, f"{side} {task} {model}")
+                results.setdefault((task, model, side), []).append(result)
+
+    raw = os.path.join(args.work_dir, "results.json")
+    with open(raw, "w") as f:
+        json.dump([{"task": t, "model": m, "side": s, "runs": v}
+                   for (t, m, s), v in results.items()], f)
+    print_table(args, plan, results)
+    print(f"raw results: {raw}")
+
+
+def median(runs, key):
+    return statistics.median(run[key] for run in runs)
+
+
+def print_table(args, plan, results):
+    print(f"{args.rounds} round(s), {args.threads} threads, {args.workers} loader workers, "
+          "2 images per training batch, 512x384 images")
+    header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
+              f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
+              f"{'RSS MB d|tv':>12}  per-round ratios")
+    print(header)
+    for task, model in plan:
+        d, t = results[(task, model, "detkit")], results[(task, model, "torchvision")]
+        ratio = median(d, "images_per_second") / median(t, "images_per_second")
+        rounds = " ".join(f"{a['images_per_second'] / b['images_per_second']:.2f}"
+                          for a, b in zip(d, t))
+        met = "met" if ratio >= TARGETS[task] else "NOT met"
+        print(f"{task:<6} {model:<7} {median(d, 'images_per_second'):12.3f} "
+              f"{median(t, 'images_per_second'):9.3f} {ratio:6.2f} "
+              f"{'>=' + str(TARGETS[task]):>7}  {median(d, 'seconds_per_iter'):11.4f} "
+              f"{median(t, 'seconds_per_iter'):8.4f} "
+              f"{median(d, 'data_seconds_per_iter'):7.4f}|{median(t, 'data_seconds_per_iter'):.4f} "
+              f"{median(d, 'peak_rss_mb'):6.0f}|{median(t, 'peak_rss_mb'):.0f}  {rounds} ({met})")
+    for model in args.models.split(","):
+        runs = results.get(("train", model, "detkit"))
+        if runs:
+            print(f"detkit train {model}: {median(runs, 'train_gflops_per_iter'):.1f} GFLOP/iter "
+                  f"(conv + linear), {median(runs, 'achieved_gflops'):.1f} GFLOPS = "
+                  f"{100 * median(runs, 'gemm_peak_share'):.0f}% of the measured GEMM peak "
+                  f"({median(runs, 'gemm_peak_gflops'):.1f} GFLOPS, 2048^2 matmul, "
+                  f"{args.threads} threads)")
+
+
+if __name__ == "__main__":
+    main()

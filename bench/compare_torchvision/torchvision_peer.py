@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+"""torchvision's side of bench/compare_torchvision: the same three measurements as
+`detkit benchmark` (train, eval, data), with torchvision's Mask R-CNN / Faster R-CNN R50-FPN
+(random init) and a torch DataLoader, on a COCO-format dataset made by `detkit make-shapes`.
+
+Prints one JSON object on stdout with the fields `detkit benchmark --json` prints:
+images_per_second, seconds_per_iter, data_seconds_per_iter (means over --window) and
+peak_rss_mb (this process; DataLoader workers are separate processes and not included).
+
+The loader does what torchvision's models need, in the DataLoader's worker processes: decode the
+JPEG (PIL), resize as Detectron2's ResizeShortestEdge (PIL bilinear; skipped at scale 1), scale
+the boxes, and rasterise each instance's polygons to a full-image mask (PIL ImageDraw) when the
+model has a mask head.
+"""
+import argparse
+import collections
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+import torchvision
+from PIL import Image, ImageDraw
+
+
+class ShapesCoco(torch.utils.data.Dataset):
+    """COCO instances JSON + image folder -> (float RGB image in [0, 1], torchvision target)."""
+
+    def __init__(self, json_file, image_root, min_size, max_size, with_masks, drop_empty):
+        with open(json_file) as f:
+            coco = json.load(f)
+        by_image = collections.defaultdict(list)
+        for ann in coco["annotations"]:
+            if not ann.get("iscrowd", 0):
+                by_image[ann["image_id"]].append(ann)
+        categories = sorted(c["id"] for c in coco["categories"])
+        self.label_of = {cid: i + 1 for i, cid in enumerate(categories)}  # 0 is background
+        self.images = [im for im in coco["images"] if by_image[im["id"]] or not drop_empty]
+        self.by_image = by_image
+        self.image_root = image_root
+        self.min_size, self.max_size = min_size, max_size
+        self.with_masks = with_masks
+
+    def __len__(self):
+        return len(self.images)
+
+    def new_size(self, h, w):
+        scale = self.min_size / min(h, w)
+        if max(h, w) * scale > self.max_size:
+            scale = self.max_size / max(h, w)
+        return int(h * scale + 0.5), int(w * scale + 0.5)
+
+    def __getitem__(self, index):
+        info = self.images[index]
+        image = Image.open(os.path.join(self.image_root, info["file_name"])).convert("RGB")
+        w, h = image.size
+        nh, nw = self.new_size(h, w)
+        if (nh, nw) != (h, w):
+            image = image.resize((nw, nh), Image.BILINEAR)
+        sx, sy = nw / w, nh / h
+        tensor = torch.from_numpy(np.asarray(image)).permute(2, 0, 1).float().div_(255)
+        anns = self.by_image[info["id"]]
+        boxes = torch.tensor(
+            [[a["bbox"][0] * sx, a["bbox"][1] * sy, (a["bbox"][0] + a["bbox"][2]) * sx,
+              (a["bbox"][1] + a["bbox"][3]) * sy] for a in anns], dtype=torch.float32).reshape(-1, 4)
+        target = {"boxes": boxes,
+                  "labels": torch.tensor([self.label_of[a["category_id"]] for a in anns],
+                                         dtype=torch.int64)}
+        if self.with_masks:
+            masks = np.zeros((len(anns), nh, nw), dtype=np.uint8)
+            for i, a in enumerate(anns):
+                canvas = Image.new("L", (nw, nh), 0)
+                draw = ImageDraw.Draw(canvas)
+                for poly in a["segmentation"]:
+                    xy = [(poly[k] * sx, poly[k + 1] * sy) for k in range(0, len(poly), 2)]
+                    draw.polygon(xy, fill=1)
+                masks[i] = np.asarray(canvas)
+            target["masks"] = torch.from_numpy(masks)
+        return tensor, target
+
+
+def collate(batch):
+    return tuple(zip(*batch))
+
+
+def make_loader(args, split, train):
+    root = os.path.join(args.dataset_dir, split)
+    json_file = os.path.join(args.dataset_dir, "annotations", f"instances_{split}.json")
+    dataset = ShapesCoco(json_file, root, args.min_size, args.max_size,
+                         with_masks=train and args.model == "mask", drop_empty=train)
+    if train:
+        generator = torch.Generator().manual_seed(args.seed)
+        sampler = torch.utils.data.RandomSampler(
+            dataset, replacement=True, num_samples=(args.iters + 1) * args.batch,
+            generator=generator)
+        return torch.utils.data.DataLoader(dataset, batch_size=args.batch, sampler=sampler,
+                                           num_workers=args.workers, collate_fn=collate)
+    return torch.utils.data.DataLoader(dataset, batch_size=1, shuffle=False,
+                                       num_workers=args.workers, collate_fn=collate)
+
+
+def build_model(args):
+    build = {"mask": torchvision.models.detection.maskrcnn_resnet50_fpn,
+             "faster": torchvision.models.detection.fasterrcnn_resnet50_fpn}[args.model]
+    return build(weights=None, weights_backbone=None, num_classes=args.num_classes + 1,
+                 min_size=args.min_size, max_size=args.max_size, box_score_thresh=0.0,
+                 box_detections_per_img=100)
+
+
+def run_train(args, times, data_times):
+    model = build_model(args)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9, weight_decay=1e-4)
+    batches = iter(make_loader(args, "train", train=True))
+    begin, end = window(args)
+    profiler = None
+    last = time.perf_counter()
+    for i in range(args.iters):
+        if args.profile and i == begin:
+            profiler = torch.autograd.profiler.profile()
+            profiler.__enter__()
+            last = time.perf_counter()
+        start = time.perf_counter()
+        images, targets = next(batches)
+        fetched = time.perf_counter()
+        losses = model(list(images), list(targets))
+        total = sum(losses.values())
+        values = {k: v.item() for k, v in losses.items()}  # what a trainer logs
+        if not math.isfinite(total.item()):
+            sys.exit(f"loss became infinite or NaN at iteration {i}: {values}")
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+        now = time.perf_counter()
+        times.append(now - last)
+        data_times.append(fetched - start)
+        log(args, i, times, data_times)
+        if profiler and i == end - 1:
+            profiler.__exit__(None, None, None)
+            profiler.export_chrome_trace(args.profile)
+            profiler = None
+        last = time.perf_counter()
+
+
+def run_eval(args, times, data_times):
+    model = build_model(args)
+    model.eval()
+    with torch.inference_mode():
+        loader = make_loader(args, "val", train=False)
+        images = iter(loader)
+        for i in range(args.iters):
+            start = time.perf_counter()
+            try:
+                image, _ = next(images)
+            except StopIteration:  # a new pass; starting the loader is not the model's time
+                images = iter(loader)
+                start = time.perf_counter()
+                image, _ = next(images)
+            fetched = time.perf_counter()
+            model(list(image))
+            times.append(time.perf_counter() - start)
+            data_times.append(fetched - start)
+            log(args, i, times, data_times)
+
+
+def run_data(args, times, data_times):
+    batches = iter(make_loader(args, "train", train=True))
+    for i in range(args.iters):
+        start = time.perf_counter()
+        next(batches)
+        times.append(time.perf_counter() - start)
+        data_times.append(times[-1])
+        log(args, i, times, data_times)
+
+
+def window(args):
+    return tuple(int(x) for x in args.window.split(":"))
+
+
+def log(args, i, times, data_times):
+    print(f"torchvision {args.task} iteration {i} of 0..{args.iters - 1}: {times[-1]:.4f} s "
+          f"(data {data_times[-1]:.4f} s)", file=sys.stderr, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=["train", "eval", "data"], required=True)
+    parser.add_argument("--model", choices=["mask", "faster"], default="mask")
+    parser.add_argument("--dataset-dir", required=True,
+                        help="made by detkit make-shapes: annotations/, train/, val/")
+    parser.add_argument("--iters", type=int, required=True)
+    parser.add_argument("--window", required=True, help="A:B, iterations A..B-1 are averaged")
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--num-classes", type=int, default=3)
+    parser.add_argument("--min-size", type=int, default=384)
+    parser.add_argument("--max-size", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=0.002)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", help="train: write a Chrome trace of the window's iterations")
+    args = parser.parse_args()
+    begin, end = window(args)
+    if not 0 <= begin < end <= args.iters:
+        sys.exit(f"--window {args.window} must satisfy 0 <= A < B <= --iters {args.iters}")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    times, data_times = [], []
+    {"train": run_train, "eval": run_eval, "data": run_data}[args.task](args, times, data_times)
+    per_iter = sum(times[begin:end]) / (end - begin)
+    images_per_iter = args.batch if args.task != "eval" else 1
+    print(json.dumps({
+        "task": args.task,
+        "iterations": args.iters,
+        "window": [begin, end],
+        "images_per_iter": images_per_iter,
+        "images_per_second": images_per_iter / per_iter,
+        "seconds_per_iter": per_iter,
+        "data_seconds_per_iter": sum(data_times[begin:end]) / (end - begin),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "num_threads": torch.get_num_threads(),
+        "num_workers": args.workers,
+        "iter_seconds": times,
+        "data_seconds": data_times,
+    }))
+
+
+if __name__ == "__main__":
+    main()

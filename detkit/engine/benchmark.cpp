@@ -1,0 +1,208 @@
+#include "detkit/engine/benchmark.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+
+#include <chrono>
+#include <numeric>
+#include <regex>
+
+#include "detkit/checkpoint/checkpointer.h"
+#include "detkit/data/loader.h"
+#include "detkit/engine/hooks.h"
+#include "detkit/engine/trainer.h"
+#include "detkit/modeling/flop_count.h"
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/solver/build.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Fills the window averages of `r` from its per-iteration times.
+BenchmarkResult summarize(BenchmarkResult r) {
+  const auto b = r.window.begin, e = r.window.end;
+  const double n = static_cast<double>(e - b);
+  r.seconds_per_iter =
+      std::accumulate(r.iter_seconds.begin() + b, r.iter_seconds.begin() + e, 0.0) / n;
+  r.data_seconds_per_iter =
+      std::accumulate(r.data_seconds.begin() + b, r.data_seconds.begin() + e, 0.0) / n;
+  r.images_per_second = r.seconds_per_iter > 0 ? r.images_per_iter / r.seconds_per_iter : 0;
+  r.peak_rss_mb = peak_rss_mb();
+  return r;
+}
+
+BenchmarkResult start_result(const std::string& task, int64_t iterations, BenchmarkWindow window,
+                             int64_t images_per_iter) {
+  check_window(iterations, window);
+  BenchmarkResult r;
+  r.task = task;
+  r.iterations = iterations;
+  r.window = window;
+  r.images_per_iter = images_per_iter;
+  return r;
+}
+
+void log_iteration(const BenchmarkResult& r) {
+  spdlog::info("{} iteration {} of 0..{}: {:.4f} s (data {:.4f} s)", r.task,
+               r.iter_seconds.size() - 1, r.iterations - 1, r.iter_seconds.back(), r.data_seconds.back());
+}
+
+std::shared_ptr<modeling::GeneralizedRCNN> build_loaded_model(const config::CfgNode& cfg) {
+  auto model = modeling::build_model(cfg);
+  const std::string weights = cfg.get_string("MODEL.WEIGHTS");
+  if (!weights.empty()) {
+    checkpoint::Checkpointer checkpointer(model, cfg.get_string("OUTPUT_DIR"));
+    checkpointer.resume_or_load(weights, /*resume=*/false);
+  }
+  return model;
+}
+
+// Records each training step's wall time (from the end of the previous one) and data wait;
+// with a profile file, runs libtorch's profiler over the window's iterations.
+class StepTimer : public HookBase {
+ public:
+  StepTimer(BenchmarkResult& result, std::string profile_file)
+      : result_(result), profile_file_(std::move(profile_file)) {}
+  void before_train(Trainer&) override {
+    profile_if_window_starts();
+    last_ = Clock::now();
+  }
+  void after_step(Trainer& trainer) override {
+    auto now = Clock::now();
+    result_.iter_seconds.push_back(seconds(now - last_));
+    result_.data_seconds.push_back(trainer.storage().latest("data_time").first);
+    log_iteration(result_);
+    if (static_cast<int64_t>(result_.iter_seconds.size()) == result_.window.end) profile_.reset();
+    profile_if_window_starts();
+    last_ = Clock::now();  // the profiler's start and stop are not the step's time
+  }
+
+ private:
+  void profile_if_window_starts() {
+    if (!profile_file_.empty() &&
+        static_cast<int64_t>(result_.iter_seconds.size()) == result_.window.begin)
+      profile_ = std::make_unique<torch::autograd::profiler::RecordProfile>(profile_file_);
+  }
+  BenchmarkResult& result_;
+  std::string profile_file_;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
+  Clock::time_point last_;
+};
+
+// Conv + linear multiply-adds of one training forward pass (losses included) on `batch`.
+int64_t training_forward_macs(modeling::GeneralizedRCNN& model,
+                              const std::vector<modeling::ModelInput>& batch) {
+  at::NoGradGuard no_grad;
+  modeling::FlopCounter counter(model);
+  model.train();
+  model.losses(batch);
+  return counter.total();
+}
+
+}  // namespace
+
+double measure_gemm_gflops() {
+  const int64_t n = 2048;
+  at::Tensor a = at::rand({n, n}), b = at::rand({n, n}), c = at::empty({n, n});
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto start = Clock::now();
+    at::mm_out(c, a, b);
+    best = std::max(best, 2.0 * n * n * n / seconds(Clock::now() - start) / 1e9);
+  }
+  return best;
+}
+
+void check_window(int64_t iterations, BenchmarkWindow window) {
+  if (iterations < 1) throw Error("--iters must be at least 1, got " + std::to_string(iterations));
+  if (window.end > iterations)
+    throw Error("--window " + std::to_string(window.begin) + ":" + std::to_string(window.end) +
+                " ends after the last iteration (--iters " + std::to_string(iterations) +
+                "): lower the window or raise --iters");
+}
+
+BenchmarkWindow parse_window(const std::string& text) {
+  static const std::regex kWindow(R"(^(\d{1,9}):(\d{1,9})$)");
+  std::smatch match;
+  BenchmarkWindow w;
+  if (std::regex_match(text, match, kWindow)) {
+    w.begin = std::stoll(match[1]);
+    w.end = std::stoll(match[2]);
+  }
+  if (match.empty() || w.begin >= w.end)
+    throw Error("--window must be A:B with 0 <= A < B (iterations A..B-1 are timed), got '" +
+                text + "'");
+  return w;
+}
+
+BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
+                                BenchmarkWindow window, uint64_t seed,
+                                const std::string& profile_file) {
+  BenchmarkResult result =
+      start_result("train", iterations, window, cfg.get_int("SOLVER.IMS_PER_BATCH"));
+  auto model = build_loaded_model(cfg);
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);
+  const int64_t macs = training_forward_macs(*model, loader->next_batch());
+  Trainer trainer(model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
+  trainer.register_hook(std::make_shared<StepTimer>(result, profile_file));
+  trainer.train(0, iterations);
+  result = summarize(std::move(result));
+  result.train_gflops_per_iter = 2.0 * 3.0 * static_cast<double>(macs) / 1e9;
+  result.achieved_gflops = result.train_gflops_per_iter / result.seconds_per_iter;
+  result.gemm_peak_gflops = measure_gemm_gflops();
+  return result;
+}
+
+BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
+                               BenchmarkWindow window) {
+  BenchmarkResult result = start_result("eval", iterations, window, 1);
+  const auto names = cfg.get_string_list("DATASETS.TEST");
+  if (names.empty()) throw Error("DATASETS.TEST is empty: --task eval needs a dataset");
+  auto model = build_loaded_model(cfg);
+  model->eval();
+  at::InferenceMode inference_mode;
+  auto loader = data::build_detection_test_loader(cfg, names.front());
+  if (loader->size() == 0) throw Error("DATASETS.TEST '" + names.front() + "' has no images");
+  for (int64_t i = 0; i < iterations; ++i) {
+    auto start = Clock::now();
+    auto sample = loader->next();
+    if (!sample) {  // a new pass; starting the loader is not the model's time
+      loader = data::build_detection_test_loader(cfg, names.front());
+      start = Clock::now();
+      sample = loader->next();
+    }
+    auto fetched = Clock::now();
+    model->inference({sample->input});
+    auto done = Clock::now();
+    result.iter_seconds.push_back(seconds(done - start));
+    result.data_seconds.push_back(seconds(fetched - start));
+    log_iteration(result);
+  }
+  return summarize(std::move(result));
+}
+
+BenchmarkResult benchmark_data(const config::CfgNode& cfg, int64_t iterations,
+                               BenchmarkWindow window, uint64_t seed) {
+  BenchmarkResult result =
+      start_result("data", iterations, window, cfg.get_int("SOLVER.IMS_PER_BATCH"));
+  auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);
+  for (int64_t i = 0; i < iterations; ++i) {
+    auto start = Clock::now();
+    auto batch = loader->next_batch();
+    double s = seconds(Clock::now() - start);
+    result.iter_seconds.push_back(s);
+    result.data_seconds.push_back(s);
+    log_iteration(result);
+  }
+  return summarize(std::move(result));
+}
+
+}  // namespace detkit::engine

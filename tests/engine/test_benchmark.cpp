@@ -1,0 +1,143 @@
+// detkit benchmark: the window arithmetic, the three tasks on a tiny model, and the CLI's JSON.
+#include "detkit/engine/benchmark.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "detkit/config/defaults.h"
+#include "detkit/data/catalog.h"
+#include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
+#include "tests/support/tiny_shapes.h"
+
+namespace detkit::engine {
+namespace {
+
+config::CfgNode tiny_config(const testing::TinySetup& s, const std::string& prefix) {
+  const std::string root = s.dir.path("datasets/shapes");
+  data::register_coco_instances(prefix + "_train", root + "/annotations/instances_train.json",
+                                root + "/train");
+  data::register_coco_instances(prefix + "_val", root + "/annotations/instances_val.json",
+                                root + "/val");
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_file(s.config);
+  cfg.merge_from_list({"DATASETS.TRAIN", "('" + prefix + "_train',)", "DATASETS.TEST",
+                       "('" + prefix + "_val',)", "OUTPUT_DIR", s.dir.path("out")});
+  return cfg;
+}
+
+double window_mean(const std::vector<double>& v, BenchmarkWindow w) {
+  return std::accumulate(v.begin() + w.begin, v.begin() + w.end, 0.0) / (w.end - w.begin);
+}
+
+// The figures are the window's means of the per-iteration times.
+void expect_window_figures(const BenchmarkResult& r, int64_t iterations, BenchmarkWindow w) {
+  ASSERT_EQ(r.iter_seconds.size(), static_cast<size_t>(iterations));
+  ASSERT_EQ(r.data_seconds.size(), static_cast<size_t>(iterations));
+  EXPECT_DOUBLE_EQ(r.seconds_per_iter, window_mean(r.iter_seconds, w));
+  EXPECT_DOUBLE_EQ(r.data_seconds_per_iter, window_mean(r.data_seconds, w));
+  EXPECT_DOUBLE_EQ(r.images_per_second, r.images_per_iter / r.seconds_per_iter);
+  for (size_t i = 0; i < r.iter_seconds.size(); ++i) {
+    EXPECT_GT(r.iter_seconds[i], 0.0);
+    EXPECT_LE(r.data_seconds[i], r.iter_seconds[i]);
+  }
+  EXPECT_GT(r.peak_rss_mb, 50.0);
+}
+
+TEST(BenchmarkWindow, ParsesAndRejects) {
+  BenchmarkWindow w = parse_window("3:10");
+  EXPECT_EQ(w.begin, 3);
+  EXPECT_EQ(w.end, 10);
+  EXPECT_EQ(parse_window("0:1").end, 1);
+  for (const char* bad : {"10:3", "5:5", "3", "a:b", "-1:4", "3:10:2", ""}) {
+    try {
+      parse_window(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--window must be A:B"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(check_window(10, {3, 10}));
+  try {
+    check_window(8, {3, 10});
+    ADD_FAILURE() << "a window past --iters was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "--window 3:10 ends after the last iteration (--iters 8): lower the window or "
+                 "raise --iters");
+  }
+  EXPECT_THROW(check_window(0, {0, 1}), Error);
+}
+
+TEST(Benchmark, TrainTimesEveryStepAndCountsFlops) {
+  testing::TinySetup s("bench_train");
+  config::CfgNode cfg = tiny_config(s, "bench_train");
+  BenchmarkResult r = benchmark_train(cfg, 4, {1, 4}, 7);
+  EXPECT_EQ(r.task, "train");
+  EXPECT_EQ(r.images_per_iter, 2);
+  expect_window_figures(r, 4, {1, 4});
+  EXPECT_GT(r.train_gflops_per_iter, 0.0);
+  EXPECT_DOUBLE_EQ(r.achieved_gflops, r.train_gflops_per_iter / r.seconds_per_iter);
+  EXPECT_GT(r.gemm_peak_gflops, 0.0);
+}
+
+TEST(Benchmark, EvalCyclesThroughTheTestSet) {
+  testing::TinySetup s("bench_eval");
+  config::CfgNode cfg = tiny_config(s, "bench_eval");
+  BenchmarkResult r = benchmark_eval(cfg, 5, {2, 5});  // 2 val images: 2.5 passes
+  EXPECT_EQ(r.task, "eval");
+  EXPECT_EQ(r.images_per_iter, 1);
+  expect_window_figures(r, 5, {2, 5});
+}
+
+TEST(Benchmark, DataTimesTheLoaderAlone) {
+  testing::TinySetup s("bench_data");
+  config::CfgNode cfg = tiny_config(s, "bench_data");
+  BenchmarkResult r = benchmark_data(cfg, 6, {2, 6}, 7);
+  EXPECT_EQ(r.task, "data");
+  expect_window_figures(r, 6, {2, 6});
+  EXPECT_EQ(r.iter_seconds, r.data_seconds);
+}
+
+TEST(Benchmark, EvalWithoutTestDatasetIsNamed) {
+  testing::TinySetup s("bench_notest");
+  config::CfgNode cfg = tiny_config(s, "bench_notest");
+  cfg.merge_from_list({"DATASETS.TEST", "()"});
+  EXPECT_THROW(
+      {
+        try {
+          benchmark_eval(cfg, 2, {0, 2});
+        } catch (const Error& e) {
+          EXPECT_STREQ(e.what(), "DATASETS.TEST is empty: --task eval needs a dataset");
+          throw;
+        }
+      },
+      Error);
+}
+
+// The CLI prints one JSON object on stdout with the documented fields.
+TEST(BenchmarkCli, JsonHasTheDocumentedFields) {
+  testing::TinySetup s("bench_cli");
+  const std::string out = s.dir.path("stdout.json");
+  const std::string command = "DETKIT_DATASETS='" + s.dir.path("datasets") + "' '" +
+                              DETKIT_BINARY + "' --num-threads 1 benchmark --config-file '" +
+                              s.config + "' --task data --window 1:3 --json OUTPUT_DIR '" +
+                              s.dir.path("out") + "' > '" + out + "' 2> '" +
+                              s.dir.path("stderr.txt") + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(s.dir.path("stderr.txt"));
+  nlohmann::json j = nlohmann::json::parse(read_file(out));
+  for (const char* key : {"images_per_second", "seconds_per_iter", "data_seconds_per_iter",
+                          "peak_rss_mb", "iter_seconds", "window", "num_threads", "num_workers"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["task"], "data");
+  EXPECT_EQ(j["iterations"], 3);
+  EXPECT_EQ(j["num_threads"], 1);
+  EXPECT_EQ(j["window"], nlohmann::json({1, 3}));
+  EXPECT_GT(j["images_per_second"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace detkit::engine
