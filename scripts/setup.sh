@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   cmake ninja-build g++ ccache
   libtorch-dev libgloo-dev libopenblas0-pthread
-  libopencv-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
+  libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   python3-torchvision
 )

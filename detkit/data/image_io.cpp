@@ -2,10 +2,10 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "detkit/data/jpeg_decode.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -65,17 +65,24 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
   if (format != "BGR" && format != "RGB") {
     throw Error("INPUT.FORMAT must be 'BGR' or 'RGB', got '" + format + "'");
   }
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error(path + ": image file not found or not readable");
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(path + ": error while reading the image file");
+  std::vector<unsigned char> bytes(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
+    throw Error(path + ": error while reading the image file");
   if (bytes.empty()) throw Error(path + ": image file is empty");
   const std::string truncated = truncation_problem(bytes);
   if (!truncated.empty()) throw Error(path + ": " + truncated);
+  const bool rgb = format == "RGB";
+  // JPEGs without a rotation go the fast way; anything else (PNG, rotated, CMYK) through OpenCV.
+  if (bytes[0] == 0xFF && bytes[1] == 0xD8 && jpeg_exif_orientation(bytes) == 1) {
+    cv::Mat image = decode_jpeg(bytes, rgb);
+    if (!image.empty()) return image;
+  }
   cv::Mat image = cv::imdecode(bytes, cv::IMREAD_COLOR);  // BGR, EXIF orientation applied
   if (image.empty()) throw Error(path + ": not a readable image (OpenCV could not decode it)");
-  if (format == "RGB") cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+  if (rgb) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
   return image;
 }
 
