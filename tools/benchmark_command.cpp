@@ -83,7 +83,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
   cmd->add_option("--iters", o->iters, "iterations to run (default: the window's end)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", o->profile,
-                  "train: write a Chrome trace of the window's iterations (libtorch profiler) "
+                  "train and eval: write a Chrome trace of the window's iterations (libtorch profiler) "
                   "to this file");
   cmd->add_flag("--json", o->json, "print one JSON object on stdout instead of the table");
   cmd->add_option("overrides", o->overrides,
@@ -110,7 +110,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
     engine::ensure_builtin_datasets(cfg);
     engine::BenchmarkResult result =
         o->task == "train"  ? engine::benchmark_train(cfg, iters, window, seed, o->profile)
-        : o->task == "eval" ? engine::benchmark_eval(cfg, iters, window)
+        : o->task == "eval" ? engine::benchmark_eval(cfg, iters, window, o->profile)
                             : engine::benchmark_data(cfg, iters, window, seed);
     if (o->json)
       std::cout << to_json(result, cfg, o->config_file).dump() << "\n";

@@ -141,8 +141,7 @@ def run_train(args, times, data_times):
         data_times.append(fetched - start)
         log(args, i, times, data_times)
         if profiler and i == end - 1:
-            profiler.__exit__(None, None, None)
-            profiler.export_chrome_trace(args.profile)
+            stop_profile(profiler, args.profile)
             profiler = None
         last = time.perf_counter()
 
@@ -153,7 +152,15 @@ def run_eval(args, times, data_times):
     with torch.inference_mode():
         loader = make_loader(args, "val", train=False)
         images = iter(loader)
+        begin, end = window(args)
+        profiler = None
         for i in range(args.iters):
+            if args.profile and i == begin:
+                profiler = torch.autograd.profiler.profile()
+                profiler.__enter__()
+            if profiler and i == end:
+                stop_profile(profiler, args.profile)
+                profiler = None
             start = time.perf_counter()
             try:
                 image, _ = next(images)
@@ -166,6 +173,8 @@ def run_eval(args, times, data_times):
             times.append(time.perf_counter() - start)
             data_times.append(fetched - start)
             log(args, i, times, data_times)
+        if profiler:
+            stop_profile(profiler, args.profile)
 
 
 def run_data(args, times, data_times):
@@ -176,6 +185,11 @@ def run_data(args, times, data_times):
         times.append(time.perf_counter() - start)
         data_times.append(times[-1])
         log(args, i, times, data_times)
+
+
+def stop_profile(profiler, path):
+    profiler.__exit__(None, None, None)
+    profiler.export_chrome_trace(path)
 
 
 def window(args):
@@ -203,7 +217,7 @@ def main():
     parser.add_argument("--max-size", type=int, default=512)
     parser.add_argument("--lr", type=float, default=0.002)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--profile", help="train: write a Chrome trace of the window's iterations")
+    parser.add_argument("--profile", help="train, eval: write a Chrome trace of the window's iterations")
     args = parser.parse_args()
     begin, end = window(args)
     if not 0 <= begin < end <= args.iters:

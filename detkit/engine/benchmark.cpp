@@ -162,7 +162,7 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
 }
 
 BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
-                               BenchmarkWindow window) {
+                               BenchmarkWindow window, const std::string& profile_file) {
   BenchmarkResult result = start_result("eval", iterations, window, 1);
   const auto names = cfg.get_string_list("DATASETS.TEST");
   if (names.empty()) throw Error("DATASETS.TEST is empty: --task eval needs a dataset");
@@ -171,7 +171,11 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
   at::InferenceMode inference_mode;
   auto loader = data::build_detection_test_loader(cfg, names.front());
   if (loader->size() == 0) throw Error("DATASETS.TEST '" + names.front() + "' has no images");
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int64_t i = 0; i < iterations; ++i) {
+    if (!profile_file.empty() && i == window.begin)
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profile_file);
+    if (i == window.end) profile.reset();
     auto start = Clock::now();
     auto sample = loader->next();
     if (!sample) {  // a new pass; starting the loader is not the model's time

@@ -63,9 +63,9 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
 double measure_gemm_gflops();
 
 /// Inference (eval mode, no autograd) one image at a time over DATASETS.TEST[0], restarting the
-/// dataset when it runs out; an iteration is one image.
+/// dataset when it runs out; an iteration is one image. `profile_file` as for benchmark_train.
 BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
-                               BenchmarkWindow window);
+                               BenchmarkWindow window, const std::string& profile_file = "");
 
 /// The training loader alone (DATALOADER.NUM_WORKERS threads): an iteration is one batch.
 BenchmarkResult benchmark_data(const config::CfgNode& cfg, int64_t iterations,

@@ -1,10 +1,10 @@
 // CPU kernels of detkit::roi_align and detkit::_roi_align_backward.
 //
 // Arithmetic follows torchvision's CPU kernel expression by expression (same sample positions,
-// same summation order), so results match it to the last bit. Forward is parallel over
-// (roi, channel) pairs; backward is parallel over channels: a channel's gradient plane is written
-// by one thread only, in the same order as a sequential loop, so there are no races and the result
-// does not depend on the thread count.
+// same summation order), so results match it to the last bit. Forward is parallel over rois;
+// backward is parallel over blocks of channels: a channel's gradient is written by one thread
+// only, in the same order as a sequential loop, so there are no races and the result does not
+// depend on the thread count.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -127,40 +127,49 @@ void roi_samples(const RoiGeometry<T>& g, const PoolSettings& s, int64_t height,
   }
 }
 
+// Both kernels work on the feature map with channels innermost ((N, H, W, C), a transposed
+// copy): a sample's four neighbours are then four contiguous channel vectors, and the loops over
+// channels vectorise. Each output or gradient element still sees exactly the scalar kernel's
+// operations in the scalar kernel's order, so the results are bit-identical to it.
+
+// (N, C, H, W) -> a contiguous (N, H, W, C) copy.
+at::Tensor channels_last_copy(const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous(); }
+
 template <typename T>
 void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSettings& s,
                   at::Tensor& output) {
   const int64_t channels = input.size(1), height = input.size(2), width = input.size(3);
   const int64_t num_rois = rois.size(0);
   const int64_t bins = s.pooled_height * s.pooled_width;
-  const T* in = input.data_ptr<T>();
+  const at::Tensor nhwc = channels_last_copy(input);
+  const T* in = nhwc.data_ptr<T>();
   const T* roi_data = rois.data_ptr<T>();
   T* out = output.data_ptr<T>();
-  // Work items are (roi, channel) pairs in output order; a thread rebuilds the samples only when
-  // its roi changes.
-  at::parallel_for(0, num_rois * channels, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
     std::vector<Sample<T>> samples;
-    RoiGeometry<T> g{};
-    int64_t current_roi = -1;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t k = item / channels, c = item % channels;
-      if (k != current_roi) {
-        g = roi_geometry(roi_data + k * 5, s);
-        roi_samples(g, s, height, width, samples);
-        current_roi = k;
-      }
-      const T* plane = in + (g.batch * channels + c) * height * width;
+    std::vector<T> sums(bins * channels);  // (bin, channel) of one roi
+    for (int64_t k = begin; k < end; ++k) {
+      const RoiGeometry<T> g = roi_geometry(roi_data + k * 5, s);
+      roi_samples(g, s, height, width, samples);
+      const T* image = in + g.batch * height * width * channels;
       const int64_t per_bin = g.grid_h * g.grid_w;
       const Sample<T>* p = samples.data();
-      T* out_bins = out + item * bins;
       for (int64_t b = 0; b < bins; ++b) {
-        T sum = 0;
+        T* __restrict sum = sums.data() + b * channels;
+        std::fill(sum, sum + channels, T(0));
         for (int64_t i = 0; i < per_bin; ++i, ++p) {
-          sum += p->w1 * plane[p->pos1] + p->w2 * plane[p->pos2] + p->w3 * plane[p->pos3] +
-                 p->w4 * plane[p->pos4];
+          const T* __restrict v1 = image + int64_t{p->pos1} * channels;
+          const T* __restrict v2 = image + int64_t{p->pos2} * channels;
+          const T* __restrict v3 = image + int64_t{p->pos3} * channels;
+          const T* __restrict v4 = image + int64_t{p->pos4} * channels;
+          const T w1 = p->w1, w2 = p->w2, w3 = p->w3, w4 = p->w4;
+          for (int64_t c = 0; c < channels; ++c)
+            sum[c] += w1 * v1[c] + w2 * v2[c] + w3 * v3[c] + w4 * v4[c];
         }
-        out_bins[b] = sum / g.count;
       }
+      T* out_roi = out + k * channels * bins;
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t b = 0; b < bins; ++b) out_roi[c * bins + b] = sums[b * channels + c] / g.count;
     }
   });
 }
@@ -168,36 +177,51 @@ void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSet
 template <typename T>
 void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSettings& s,
                    at::Tensor& grad_input) {
-  const int64_t channels = grad_input.size(1), height = grad_input.size(2);
-  const int64_t width = grad_input.size(3), num_rois = rois.size(0);
+  const int64_t batch_size = grad_input.size(0), channels = grad_input.size(1);
+  const int64_t height = grad_input.size(2), width = grad_input.size(3);
+  const int64_t num_rois = rois.size(0);
   const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
+  at::Tensor nhwc = at::zeros({batch_size, height, width, channels}, grad.options());
   const T* g_out = grad.data_ptr<T>();
   const T* roi_data = rois.data_ptr<T>();
-  T* g_in = grad_input.data_ptr<T>();
-  at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
+  T* g_in = nhwc.data_ptr<T>();
+  // A thread owns a block of channels of every pixel: no two threads write the same element, and
+  // each element receives its contributions in the sequential order.
+  const int64_t threads = std::max<int64_t>(at::get_num_threads(), 1);
+  const int64_t grain = std::max<int64_t>((channels + threads - 1) / threads, 1);
+  at::parallel_for(0, channels, grain, [&](int64_t c_begin, int64_t c_end) {
+    const int64_t n = c_end - c_begin;
     std::vector<Sample<T>> samples;
+    std::vector<T> bin_grad(n);
     for (int64_t k = 0; k < num_rois; ++k) {
       const RoiGeometry<T> g = roi_geometry(roi_data + k * 5, s);
       roi_samples(g, s, height, width, samples);
+      T* image = g_in + g.batch * height * width * channels + c_begin;
       const int64_t per_bin = g.grid_h * g.grid_w;
-      for (int64_t c = c_begin; c < c_end; ++c) {
-        T* plane = g_in + (g.batch * channels + c) * height * width;
-        const Sample<T>* p = samples.data();
-        for (int64_t ph = 0; ph < s.pooled_height; ++ph) {
-          for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
-            const T bin_grad = g_out[k * sn + c * sc + ph * sh + pw * sw];
-            for (int64_t i = 0; i < per_bin; ++i, ++p) {
-              if (p->outside()) continue;
-              plane[p->pos1] += bin_grad * p->w1 / g.count;
-              plane[p->pos2] += bin_grad * p->w2 / g.count;
-              plane[p->pos3] += bin_grad * p->w3 / g.count;
-              plane[p->pos4] += bin_grad * p->w4 / g.count;
-            }
+      const Sample<T>* p = samples.data();
+      for (int64_t ph = 0; ph < s.pooled_height; ++ph) {
+        for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
+          const T* src = g_out + k * sn + c_begin * sc + ph * sh + pw * sw;
+          for (int64_t c = 0; c < n; ++c) bin_grad[c] = src[c * sc];
+          const T* __restrict bg = bin_grad.data();
+          for (int64_t i = 0; i < per_bin; ++i, ++p) {
+            if (p->outside()) continue;
+            // Four loops, not one: two neighbours can be the same pixel (at the map's edge),
+            // and the scalar kernel adds them one after the other.
+            T* __restrict t1 = image + int64_t{p->pos1} * channels;
+            for (int64_t c = 0; c < n; ++c) t1[c] += bg[c] * p->w1 / g.count;
+            T* __restrict t2 = image + int64_t{p->pos2} * channels;
+            for (int64_t c = 0; c < n; ++c) t2[c] += bg[c] * p->w2 / g.count;
+            T* __restrict t3 = image + int64_t{p->pos3} * channels;
+            for (int64_t c = 0; c < n; ++c) t3[c] += bg[c] * p->w3 / g.count;
+            T* __restrict t4 = image + int64_t{p->pos4} * channels;
+            for (int64_t c = 0; c < n; ++c) t4[c] += bg[c] * p->w4 / g.count;
           }
         }
       }
     }
   });
+  grad_input.copy_(nhwc.permute({0, 3, 1, 2}));
 }
 
 // Checks rois (K, 5) and the settings for a (batch_size, *, height, width) feature map.
@@ -257,8 +281,9 @@ at::Tensor roi_align_backward_kernel(const at::Tensor& grad, const at::Tensor& r
               pooled_height, ", ", pooled_width, "), got ", grad.sizes());
   TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
               grad.scalar_type(), " but rois are ", rois.scalar_type());
-  at::Tensor grad_input = at::zeros({batch_size, channels, height, width}, grad.options());
-  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  if (grad.numel() == 0 || batch_size * channels * height * width == 0)
+    return at::zeros({batch_size, channels, height, width}, grad.options());
+  at::Tensor grad_input = at::empty({batch_size, channels, height, width}, grad.options());
   const at::Tensor rois_c = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward",
                              [&] { backward_impl<scalar_t>(grad, rois_c, s, grad_input); });
