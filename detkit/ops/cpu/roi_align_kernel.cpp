@@ -16,6 +16,8 @@
 #include <limits>
 #include <vector>
 
+#include "detkit/ops/cpu/channel_loops.h"
+
 namespace detkit::ops {
 namespace {
 
@@ -129,8 +131,8 @@ void roi_samples(const RoiGeometry<T>& g, const PoolSettings& s, int64_t height,
 
 // Both kernels work on the feature map with channels innermost ((N, H, W, C), a transposed
 // copy): a sample's four neighbours are then four contiguous channel vectors, and the loops over
-// channels vectorise. Each output or gradient element still sees exactly the scalar kernel's
-// operations in the scalar kernel's order, so the results are bit-identical to it.
+// channels vectorise (cpu/channel_loops.cpp). Each output or gradient element still sees exactly
+// the scalar kernel's operations in the scalar kernel's order, so the results are bit-identical.
 
 // (N, C, H, W) -> a contiguous (N, H, W, C) copy.
 at::Tensor channels_last_copy(const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous(); }
@@ -155,16 +157,14 @@ void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSet
       const int64_t per_bin = g.grid_h * g.grid_w;
       const Sample<T>* p = samples.data();
       for (int64_t b = 0; b < bins; ++b) {
-        T* __restrict sum = sums.data() + b * channels;
+        T* sum = sums.data() + b * channels;
         std::fill(sum, sum + channels, T(0));
         for (int64_t i = 0; i < per_bin; ++i, ++p) {
-          const T* __restrict v1 = image + int64_t{p->pos1} * channels;
-          const T* __restrict v2 = image + int64_t{p->pos2} * channels;
-          const T* __restrict v3 = image + int64_t{p->pos3} * channels;
-          const T* __restrict v4 = image + int64_t{p->pos4} * channels;
-          const T w1 = p->w1, w2 = p->w2, w3 = p->w3, w4 = p->w4;
-          for (int64_t c = 0; c < channels; ++c)
-            sum[c] += w1 * v1[c] + w2 * v2[c] + w3 * v3[c] + w4 * v4[c];
+          cpu::add_bilinear(sum, image + int64_t{p->pos1} * channels,
+                            image + int64_t{p->pos2} * channels,
+                            image + int64_t{p->pos3} * channels,
+                            image + int64_t{p->pos4} * channels, p->w1, p->w2, p->w3, p->w4,
+                            channels);
         }
       }
       T* out_roi = out + k * channels * bins;
@@ -203,19 +203,15 @@ void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSet
         for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
           const T* src = g_out + k * sn + c_begin * sc + ph * sh + pw * sw;
           for (int64_t c = 0; c < n; ++c) bin_grad[c] = src[c * sc];
-          const T* __restrict bg = bin_grad.data();
+          const T* bg = bin_grad.data();
           for (int64_t i = 0; i < per_bin; ++i, ++p) {
             if (p->outside()) continue;
-            // Four loops, not one: two neighbours can be the same pixel (at the map's edge),
+            // Four calls, not one loop: two neighbours can be the same pixel (at the map's edge),
             // and the scalar kernel adds them one after the other.
-            T* __restrict t1 = image + int64_t{p->pos1} * channels;
-            for (int64_t c = 0; c < n; ++c) t1[c] += bg[c] * p->w1 / g.count;
-            T* __restrict t2 = image + int64_t{p->pos2} * channels;
-            for (int64_t c = 0; c < n; ++c) t2[c] += bg[c] * p->w2 / g.count;
-            T* __restrict t3 = image + int64_t{p->pos3} * channels;
-            for (int64_t c = 0; c < n; ++c) t3[c] += bg[c] * p->w3 / g.count;
-            T* __restrict t4 = image + int64_t{p->pos4} * channels;
-            for (int64_t c = 0; c < n; ++c) t4[c] += bg[c] * p->w4 / g.count;
+            cpu::add_weighted(image + int64_t{p->pos1} * channels, bg, p->w1, g.count, n);
+            cpu::add_weighted(image + int64_t{p->pos2} * channels, bg, p->w2, g.count, n);
+            cpu::add_weighted(image + int64_t{p->pos3} * channels, bg, p->w3, g.count, n);
+            cpu::add_weighted(image + int64_t{p->pos4} * channels, bg, p->w4, g.count, n);
           }
         }
       }
