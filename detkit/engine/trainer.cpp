@@ -76,7 +76,9 @@ void Trainer::run_step() {
   storage_.put_scalar("total_loss", total_value);
   for (const auto& [name, v] : values) storage_.put_scalar(name, v);
 
-  optimizer_.zero_grad();
+  // Dropping the gradients (PyTorch 2's default) instead of zeroing them: backward then hands
+  // each parameter its fresh gradient instead of adding it to zeros. Same values, less work.
+  optimizer_.zero_grad(/*set_to_none=*/true);
   total.backward();
   optimizer_.step();
 }
