@@ -20,18 +20,18 @@ namespace {
 nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& cfg,
                        const std::string& config_file) {
   nlohmann::json j = {{"task", r.task},
-          {"config_file", config_file},
-          {"iterations", r.iterations},
-          {"window", {r.window.begin, r.window.end}},
-          {"images_per_iter", r.images_per_iter},
-          {"images_per_second", r.images_per_second},
-          {"seconds_per_iter", r.seconds_per_iter},
-          {"data_seconds_per_iter", r.data_seconds_per_iter},
-          {"peak_rss_mb", r.peak_rss_mb},
-          {"num_threads", at::get_num_threads()},
-          {"num_workers", cfg.get_int("DATALOADER.NUM_WORKERS")},
-          {"iter_seconds", r.iter_seconds},
-          {"data_seconds", r.data_seconds}};
+                      {"config_file", config_file},
+                      {"iterations", r.iterations},
+                      {"window", {r.window.begin, r.window.end}},
+                      {"images_per_iter", r.images_per_iter},
+                      {"images_per_second", r.images_per_second},
+                      {"seconds_per_iter", r.seconds_per_iter},
+                      {"data_seconds_per_iter", r.data_seconds_per_iter},
+                      {"peak_rss_mb", r.peak_rss_mb},
+                      {"num_threads", at::get_num_threads()},
+                      {"num_workers", cfg.get_int("DATALOADER.NUM_WORKERS")},
+                      {"iter_seconds", r.iter_seconds},
+                      {"data_seconds", r.data_seconds}};
   if (r.task == "train") {
     j["train_gflops_per_iter"] = r.train_gflops_per_iter;
     j["achieved_gflops"] = r.achieved_gflops;
@@ -82,12 +82,12 @@ CommandRunner add_benchmark_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "iterations to run (default: the window's end)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--profile", o->profile,
-                  "train and eval: write a Chrome trace of the window's iterations (libtorch profiler) "
-                  "to this file");
+  cmd->add_option(
+      "--profile", o->profile,
+      "train and eval: write a Chrome trace of the window's iterations (libtorch profiler) "
+      "to this file");
   cmd->add_flag("--json", o->json, "print one JSON object on stdout instead of the table");
-  cmd->add_option("overrides", o->overrides,
-                  "KEY VALUE config overrides, as in detkit train");
+  cmd->add_option("overrides", o->overrides, "KEY VALUE config overrides, as in detkit train");
   cmd->footer(
       "Examples:\n"
       "  detkit benchmark --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "

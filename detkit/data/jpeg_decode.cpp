@@ -33,8 +33,10 @@ int orientation_from_exif(const unsigned char* p, size_t n) {
   if (n < 6 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;  // another APP1 (XMP...)
   TiffReader tiff{p + 6, n - 6, false};
   if (tiff.size < 8) return 0;
-  if (std::memcmp(tiff.data, "MM", 2) == 0) tiff.big_endian = true;
-  else if (std::memcmp(tiff.data, "II", 2) != 0) return 0;
+  if (std::memcmp(tiff.data, "MM", 2) == 0)
+    tiff.big_endian = true;
+  else if (std::memcmp(tiff.data, "II", 2) != 0)
+    return 0;
   uint32_t magic = 0, ifd = 0, entries = 0;
   if (!tiff.u16(2, &magic) || magic != 42 || !tiff.u32(4, &ifd) || !tiff.u16(ifd, &entries))
     return 0;

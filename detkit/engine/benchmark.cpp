@@ -51,7 +51,8 @@ BenchmarkResult start_result(const std::string& task, int64_t iterations, Benchm
 
 void log_iteration(const BenchmarkResult& r) {
   spdlog::info("{} iteration {} of 0..{}: {:.4f} s (data {:.4f} s)", r.task,
-               r.iter_seconds.size() - 1, r.iterations - 1, r.iter_seconds.back(), r.data_seconds.back());
+               r.iter_seconds.size() - 1, r.iterations - 1, r.iter_seconds.back(),
+               r.data_seconds.back());
 }
 
 std::shared_ptr<modeling::GeneralizedRCNN> build_loaded_model(const config::CfgNode& cfg) {
@@ -137,8 +138,8 @@ BenchmarkWindow parse_window(const std::string& text) {
     w.end = std::stoll(match[2]);
   }
   if (match.empty() || w.begin >= w.end)
-    throw Error("--window must be A:B with 0 <= A < B (iterations A..B-1 are timed), got '" +
-                text + "'");
+    throw Error("--window must be A:B with 0 <= A < B (iterations A..B-1 are timed), got '" + text +
+                "'");
   return w;
 }
 
@@ -151,7 +152,8 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
   auto optimizer = solver::build_optimizer(cfg, *model);
   auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);
   const int64_t macs = training_forward_macs(*model, loader->next_batch());
-  Trainer trainer(model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
+  Trainer trainer(
+      model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
   trainer.register_hook(std::make_shared<StepTimer>(result, profile_file));
   trainer.train(0, iterations);
   result = summarize(std::move(result));

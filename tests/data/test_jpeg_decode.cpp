@@ -1,7 +1,5 @@
 // The TurboJPEG path of read_image: the same pixels as OpenCV's decoder on every real coco_tiny
 // JPEG, and EXIF orientation read correctly so rotated photos still take OpenCV's path.
-#include "detkit/data/jpeg_decode.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "detkit/data/image_io.h"
+#include "detkit/data/jpeg_decode.h"
 #include "tests/data/coco_test_files.h"
 #include "tests/support/temp_dir.h"
 
@@ -38,15 +37,25 @@ std::vector<unsigned char> plain_jpeg(int channels = 3) {
 // `jpeg` with an APP1 EXIF segment holding one orientation tag inserted after SOI.
 std::vector<unsigned char> with_exif(std::vector<unsigned char> jpeg, uint16_t orientation,
                                      bool big_endian) {
-  std::vector<unsigned char> tiff =
-      big_endian ? std::vector<unsigned char>{'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3,
-                                              0, 0, 0, 1, 0, static_cast<unsigned char>(orientation),
-                                              0, 0, 0, 0, 0, 0}
-                 : std::vector<unsigned char>{'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0,
-                                              1, 0, 0, 0, static_cast<unsigned char>(orientation),
-                                              0, 0, 0, 0, 0, 0, 0};
   std::vector<unsigned char> segment = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0};
-  segment.insert(segment.end(), tiff.begin(), tiff.end());
+  auto u16 = [&](uint32_t v) {
+    const unsigned char hi = (v >> 8) & 0xFF, lo = v & 0xFF;
+    segment.insert(segment.end(), {big_endian ? hi : lo, big_endian ? lo : hi});
+  };
+  auto u32 = [&](uint32_t v) {
+    u16(big_endian ? v >> 16 : v & 0xFFFF);
+    u16(big_endian ? v & 0xFFFF : v >> 16);
+  };
+  segment.insert(segment.end(), 2, big_endian ? 'M' : 'I');  // TIFF byte order
+  u16(42);                                                   // TIFF magic
+  u32(8);                                                    // offset of IFD0
+  u16(1);                                                    // IFD0 holds one entry:
+  u16(0x0112);                                               //   Orientation
+  u16(3);                                                    //   SHORT
+  u32(1);                                                    //   one value
+  u16(orientation);                                          //   in the value field
+  u16(0);
+  u32(0);  // no next IFD
   const size_t length = segment.size() - 2;
   segment[2] = static_cast<unsigned char>(length >> 8);
   segment[3] = static_cast<unsigned char>(length & 0xFF);
@@ -58,7 +67,8 @@ TEST(JpegDecode, SamePixelsAsOpenCvOnEveryCocoTinyImage) {
   if (!testing::have_coco_tiny()) GTEST_SKIP() << "../shared/data/coco_tiny is absent";
   int decoded = 0;
   for (const char* split : {"train2017", "val2017"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(testing::coco_tiny_images(split))) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(testing::coco_tiny_images(split))) {
       const auto bytes = read_bytes(entry.path().string());
       ASSERT_EQ(jpeg_exif_orientation(bytes), 1) << entry.path();
       const cv::Mat bgr = decode_jpeg(bytes, /*rgb=*/false);

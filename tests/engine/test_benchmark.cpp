@@ -1,6 +1,4 @@
 // detkit benchmark: the window arithmetic, the three tasks on a tiny model, and the CLI's JSON.
-#include "detkit/engine/benchmark.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +7,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
+#include "detkit/engine/benchmark.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "tests/support/tiny_shapes.h"
@@ -122,11 +121,10 @@ TEST(Benchmark, EvalWithoutTestDatasetIsNamed) {
 TEST(BenchmarkCli, JsonHasTheDocumentedFields) {
   testing::TinySetup s("bench_cli");
   const std::string out = s.dir.path("stdout.json");
-  const std::string command = "DETKIT_DATASETS='" + s.dir.path("datasets") + "' '" +
-                              DETKIT_BINARY + "' --num-threads 1 benchmark --config-file '" +
-                              s.config + "' --task data --window 1:3 --json OUTPUT_DIR '" +
-                              s.dir.path("out") + "' > '" + out + "' 2> '" +
-                              s.dir.path("stderr.txt") + "'";
+  const std::string command = "DETKIT_DATASETS='" + s.dir.path("datasets") + "' '" + DETKIT_BINARY +
+                              "' --num-threads 1 benchmark --config-file '" + s.config +
+                              "' --task data --window 1:3 --json OUTPUT_DIR '" + s.dir.path("out") +
+                              "' > '" + out + "' 2> '" + s.dir.path("stderr.txt") + "'";
   ASSERT_EQ(std::system(command.c_str()), 0) << read_file(s.dir.path("stderr.txt"));
   nlohmann::json j = nlohmann::json::parse(read_file(out));
   for (const char* key : {"images_per_second", "seconds_per_iter", "data_seconds_per_iter",

@@ -33,8 +33,7 @@ DETKIT_CLONES void add_bilinear(double* sum, const double* v1, const double* v2,
   add_bilinear_impl(sum, v1, v2, v3, v4, w1, w2, w3, w4, n);
 }
 
-DETKIT_CLONES void add_weighted(float* target, const float* grad, float w, float count,
-                                int64_t n) {
+DETKIT_CLONES void add_weighted(float* target, const float* grad, float w, float count, int64_t n) {
   add_weighted_impl(target, grad, w, count, n);
 }
 
