@@ -118,10 +118,7 @@ CommandRunner add_analyze_model_command(CLI::App& app) {
       "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml --tasks parameter,flop\n");
   return [cmd, options]() {
     if (!*cmd) return -1;
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(options->config_file);
-    cfg.merge_from_list(options->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     auto model = modeling::build_model(cfg);
     for (const auto& task : options->tasks) {
       if (task == "parameter") print_parameters(*model, options->max_depth);

@@ -100,10 +100,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
     engine::BenchmarkWindow window = engine::parse_window(o->window);
     const int64_t iters = o->iters > 0 ? o->iters : window.end;
     engine::check_window(iters, window);
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(o->config_file);
-    cfg.merge_from_list(o->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     int64_t seed = cfg.get_int("SEED");
     if (seed < 0) seed = 0;  // a benchmark repeats: the same batches every run
     at::manual_seed(static_cast<uint64_t>(seed));

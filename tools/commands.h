@@ -3,8 +3,17 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "detkit/config/cfg_node.h"
 
 namespace detkit::tools {
+
+/// The frozen config a command runs with: Detectron2's defaults, then `config_file` (with its
+/// _BASE_ chain), then the command line's KEY VALUE `overrides`.
+config::CfgNode load_config(const std::string& config_file,
+                            const std::vector<std::string>& overrides);
 
 /// Adds the subcommand to `app`; the returned function runs it (after parsing) and returns the
 /// process exit code.

@@ -22,10 +22,7 @@ CommandRunner add_config_command(CLI::App& app) {
   cmd->footer("Example: detkit config --config-file configs/Base-RCNN-FPN.yaml SOLVER.IMS_PER_BATCH 2\n");
   return [cmd, options]() {
     if (!*cmd) return -1;
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(options->config_file);
-    cfg.merge_from_list(options->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     std::cout << cfg.dump();
     return 0;
   };

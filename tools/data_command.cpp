@@ -135,10 +135,7 @@ CommandRunner add_data_command(CLI::App& app) {
       "configs/COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml\n");
   return [check, options]() {
     if (!*check) return -1;
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(options->config_file);
-    cfg.merge_from_list(options->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     std::vector<std::string> problems;
     const auto train = cfg.get_string_list("DATASETS.TRAIN");
     const auto test = cfg.get_string_list("DATASETS.TEST");

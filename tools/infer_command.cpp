@@ -145,11 +145,9 @@ CommandRunner add_infer_command(CLI::App& app) {
   return [cmd, o]() {
     if (!*cmd) return -1;
     check_inputs(o->inputs);
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(o->config_file);
-    cfg.merge_from_list(o->overrides);
-    cfg.merge_from_list({"MODEL.WEIGHTS", o->weights});
-    cfg.freeze();
+    std::vector<std::string> overrides = o->overrides;
+    overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights});
+    const config::CfgNode cfg = load_config(o->config_file, overrides);
     const ClassNames classes = class_names_from_config(cfg);
     const auto mapper = data::dataset_mapper_options_from_config(cfg, /*is_train=*/false);
     auto model = modeling::build_model(cfg);

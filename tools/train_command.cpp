@@ -47,10 +47,7 @@ CommandRunner add_train_command(CLI::App& app) {
       throw Error("--num-gpus > 1 and --num-machines > 1 (distributed training) are not yet "
                   "supported: run with one process");
     if (o->machine_rank != 0) throw Error("--machine-rank must be 0 with one machine");
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(o->config_file);
-    cfg.merge_from_list(o->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     uint64_t seed = engine::default_setup(cfg);
     engine::ensure_builtin_datasets(cfg);
     if (o->eval_only) {

@@ -36,10 +36,7 @@ CommandRunner add_visualize_data_command(CLI::App& app) {
       "--output vis --count 4\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
-    config::CfgNode cfg = config::get_cfg();
-    cfg.merge_from_file(o->config_file);
-    cfg.merge_from_list(o->overrides);
-    cfg.freeze();
+    const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     engine::ensure_builtin_datasets(cfg);
     auto loader = data::build_detection_train_loader(cfg);
     std::vector<std::string> class_names;

@@ -65,14 +65,31 @@ std::shared_ptr<modeling::GeneralizedRCNN> build_loaded_model(const config::CfgN
   return model;
 }
 
-// Records each training step's wall time (from the end of the previous one) and data wait;
-// with a profile file, runs libtorch's profiler over the window's iterations.
+// libtorch's profiler over a window: on while the iteration count is in [begin, end).
+class WindowProfiler {
+ public:
+  WindowProfiler(std::string file, BenchmarkWindow window)
+      : file_(std::move(file)), window_(window) {}
+  /// Call before iteration `i` runs (and with the iteration count once the run is over).
+  void before_iteration(int64_t i) {
+    if (i == window_.end) profile_.reset();  // writes the trace
+    if (!file_.empty() && i == window_.begin)
+      profile_ = std::make_unique<torch::autograd::profiler::RecordProfile>(file_);
+  }
+
+ private:
+  std::string file_;
+  BenchmarkWindow window_;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
+};
+
+// Records each training step's wall time (from the end of the previous one) and data wait.
 class StepTimer : public HookBase {
  public:
-  StepTimer(BenchmarkResult& result, std::string profile_file)
-      : result_(result), profile_file_(std::move(profile_file)) {}
+  StepTimer(BenchmarkResult& result, const std::string& profile_file)
+      : result_(result), profiler_(profile_file, result.window) {}
   void before_train(Trainer&) override {
-    profile_if_window_starts();
+    profiler_.before_iteration(0);
     last_ = Clock::now();
   }
   void after_step(Trainer& trainer) override {
@@ -80,20 +97,13 @@ class StepTimer : public HookBase {
     result_.iter_seconds.push_back(seconds(now - last_));
     result_.data_seconds.push_back(trainer.storage().latest("data_time").first);
     log_iteration(result_);
-    if (static_cast<int64_t>(result_.iter_seconds.size()) == result_.window.end) profile_.reset();
-    profile_if_window_starts();
+    profiler_.before_iteration(static_cast<int64_t>(result_.iter_seconds.size()));
     last_ = Clock::now();  // the profiler's start and stop are not the step's time
   }
 
  private:
-  void profile_if_window_starts() {
-    if (!profile_file_.empty() &&
-        static_cast<int64_t>(result_.iter_seconds.size()) == result_.window.begin)
-      profile_ = std::make_unique<torch::autograd::profiler::RecordProfile>(profile_file_);
-  }
   BenchmarkResult& result_;
-  std::string profile_file_;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile_;
+  WindowProfiler profiler_;
   Clock::time_point last_;
 };
 
@@ -173,11 +183,9 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
   at::InferenceMode inference_mode;
   auto loader = data::build_detection_test_loader(cfg, names.front());
   if (loader->size() == 0) throw Error("DATASETS.TEST '" + names.front() + "' has no images");
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  WindowProfiler profiler(profile_file, window);
   for (int64_t i = 0; i < iterations; ++i) {
-    if (!profile_file.empty() && i == window.begin)
-      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(profile_file);
-    if (i == window.end) profile.reset();
+    profiler.before_iteration(i);
     auto start = Clock::now();
     auto sample = loader->next();
     if (!sample) {  // a new pass; starting the loader is not the model's time
@@ -192,6 +200,7 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
     result.data_seconds.push_back(seconds(fetched - start));
     log_iteration(result);
   }
+  profiler.before_iteration(iterations);
   return summarize(std::move(result));
 }
 
