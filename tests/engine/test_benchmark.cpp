@@ -83,6 +83,26 @@ TEST(Benchmark, TrainTimesEveryStepAndCountsFlops) {
   EXPECT_GT(r.gemm_peak_gflops, 0.0);
 }
 
+// The trace covers the window's iterations only: 2 of 4 training steps, 3 of 5 inference images.
+TEST(Benchmark, ProfileTracesTheWindow) {
+  testing::TinySetup s("bench_profile");
+  config::CfgNode cfg = tiny_config(s, "bench_profile");
+  auto count = [](const std::string& file, const std::string& op) {
+    int64_t n = 0;
+    for (const auto& event : nlohmann::json::parse(read_file(file)))
+      n += event.value("name", "") == op;
+    return n;
+  };
+  const std::string train = s.dir.path("train_trace.json"), eval = s.dir.path("eval_trace.json");
+  benchmark_train(cfg, 4, {1, 3}, 7, train);
+  benchmark_eval(cfg, 5, {2, 5}, eval);
+  // Each forward max-pools twice (the ResNet stem and FPN's p6): count forwards by those.
+  EXPECT_EQ(count(train, "aten::max_pool2d"), 2 * 2);
+  EXPECT_EQ(count(eval, "aten::max_pool2d"), 3 * 2);
+  EXPECT_GT(count(train, "detkit::_roi_align_backward"), 0);  // backward is traced too
+  EXPECT_EQ(count(eval, "detkit::_roi_align_backward"), 0);
+}
+
 TEST(Benchmark, EvalCyclesThroughTheTestSet) {
   testing::TinySetup s("bench_eval");
   config::CfgNode cfg = tiny_config(s, "bench_eval");
