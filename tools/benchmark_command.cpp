@@ -37,6 +37,8 @@ nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& 
     j["achieved_gflops"] = r.achieved_gflops;
     j["gemm_peak_gflops"] = r.gemm_peak_gflops;
     j["gemm_peak_share"] = r.achieved_gflops / r.gemm_peak_gflops;
+    j["learning_rates"] = r.learning_rates;
+    j["total_losses"] = r.total_losses;
   }
   return j;
 }

@@ -50,9 +50,13 @@ BenchmarkResult start_result(const std::string& task, int64_t iterations, Benchm
 }
 
 void log_iteration(const BenchmarkResult& r) {
-  spdlog::info("{} iteration {} of 0..{}: {:.4f} s (data {:.4f} s)", r.task,
+  const std::string training = r.total_losses.empty()
+                                   ? ""
+                                   : fmt::format(", total_loss {:.4g}, lr {:.5g}",
+                                                 r.total_losses.back(), r.learning_rates.back());
+  spdlog::info("{} iteration {} of 0..{}: {:.4f} s (data {:.4f} s){}", r.task,
                r.iter_seconds.size() - 1, r.iterations - 1, r.iter_seconds.back(),
-               r.data_seconds.back());
+               r.data_seconds.back(), training);
 }
 
 std::shared_ptr<modeling::GeneralizedRCNN> build_loaded_model(const config::CfgNode& cfg) {
@@ -96,6 +100,8 @@ class StepTimer : public HookBase {
     auto now = Clock::now();
     result_.iter_seconds.push_back(seconds(now - last_));
     result_.data_seconds.push_back(trainer.storage().latest("data_time").first);
+    result_.learning_rates.push_back(trainer.storage().latest("lr").first);
+    result_.total_losses.push_back(trainer.storage().latest("total_loss").first);
     log_iteration(result_);
     profiler_.before_iteration(static_cast<int64_t>(result_.iter_seconds.size()));
     last_ = Clock::now();  // the profiler's start and stop are not the step's time
@@ -158,12 +164,19 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
                                 const std::string& profile_file) {
   BenchmarkResult result =
       start_result("train", iterations, window, cfg.get_int("SOLVER.IMS_PER_BATCH"));
+  const int64_t max_iter = cfg.get_int("SOLVER.MAX_ITER");
+  if (iterations > max_iter)
+    throw Error("--iters " + std::to_string(iterations) + " runs past SOLVER.MAX_ITER (" +
+                std::to_string(max_iter) +
+                "), where the LR schedule ends: lower --iters or raise SOLVER.MAX_ITER");
   auto model = build_loaded_model(cfg);
   auto optimizer = solver::build_optimizer(cfg, *model);
+  auto scheduler = solver::build_lr_scheduler(cfg, *optimizer);
   auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);
   const int64_t macs = training_forward_macs(*model, loader->next_batch());
   Trainer trainer(
       model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
+  trainer.register_hook(std::make_shared<LRSchedulerHook>(*scheduler));  // records "lr" first
   trainer.register_hook(std::make_shared<StepTimer>(result, profile_file));
   trainer.train(0, iterations);
   result = summarize(std::move(result));

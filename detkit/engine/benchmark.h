@@ -41,6 +41,10 @@ struct BenchmarkResult {
   double peak_rss_mb = 0;
   std::vector<double> iter_seconds;  // every iteration, warm-up included
   std::vector<double> data_seconds;
+  // train only, every iteration: the lr the step applied (largest parameter group) and the
+  // total loss it computed.
+  std::vector<double> learning_rates;
+  std::vector<double> total_losses;
   // train only: conv + linear flops of one step (2 per multiply-add; backward counted as twice
   // the forward: input and weight gradients), the rate the step reaches, and the machine's GEMM
   // peak with the same threads (measure_gemm_gflops).
@@ -50,8 +54,11 @@ struct BenchmarkResult {
 };
 
 /// The real training step (loader, forward with losses, backward, SGD) of build_model(cfg) on
-/// DATASETS.TRAIN for `iterations` iterations at SOLVER.BASE_LR (MODEL.WEIGHTS when set, else
-/// random init). The window must lie within the iterations (detkit::Error otherwise). Before the
+/// DATASETS.TRAIN for `iterations` iterations under the config's LR schedule, warm-up included,
+/// as `detkit train` applies it (Detectron2's benchmark.py keeps SOLVER.BASE_LR throughout, which
+/// from random init diverges where training would not); MODEL.WEIGHTS when set, else random
+/// init. The window must lie within the iterations, and the iterations within SOLVER.MAX_ITER
+/// (detkit::Error otherwise). Before the
 /// timed run, one untimed forward pass on a batch counts the step's conv + linear flops.
 /// With `profile_file`, libtorch's profiler records the window's iterations there as a Chrome
 /// trace (op names with self times; chrome://tracing or bench/compare_torchvision/op_profile.py).

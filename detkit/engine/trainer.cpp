@@ -34,6 +34,7 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   for (auto& h : hooks_) h->before_train(*this);
   for (; iter_ < max_iter_; ++iter_) {
     storage_.set_iter(iter_);
+    for (auto& h : hooks_) h->before_step(*this);
     run_step();
     for (auto& h : hooks_) h->after_step(*this);
   }

@@ -1,9 +1,9 @@
 #pragma once
 // The training loop (Detectron2's TrainerBase + SimpleTrainer): each iteration fetches a batch,
 // computes the loss dict, checks it is finite, backpropagates and steps the optimizer; hooks run
-// before/after training and after each step (timer, LR schedule, checkpoints, evaluation,
-// writers). Randomness inside a step (anchor/proposal sampling) is seeded from (seed, iteration)
-// so a resumed run repeats the uninterrupted one exactly.
+// before/after training and before/after each step (timer, LR schedule, checkpoints,
+// evaluation, writers). Randomness inside a step (anchor/proposal sampling) is seeded from (seed,
+// iteration) so a resumed run repeats the uninterrupted one exactly.
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +21,7 @@ class HookBase {
  public:
   virtual ~HookBase() = default;
   virtual void before_train(Trainer&) {}
+  virtual void before_step(Trainer&) {}
   virtual void after_step(Trainer&) {}
   virtual void after_train(Trainer&) {}
 };

@@ -89,6 +89,13 @@ ParamSchedulerPtr build_lr_multiplier(const config::CfgNode& cfg) {
   ParamSchedulerPtr schedule = main_schedule(cfg, name);
   const double warmup_length =
       std::min(double(cfg.get_int("SOLVER.WARMUP_ITERS")) / double(max_iter), 1.0);
+  if (cfg.get_int("SOLVER.WARMUP_ITERS") > max_iter) {
+    spdlog::warn(
+        "SOLVER.WARMUP_ITERS ({}) exceeds SOLVER.MAX_ITER ({}): as in Detectron2, the warm-up "
+        "is squeezed into this run and the LR reaches SOLVER.BASE_LR at its end, so these {} "
+        "iterations are not the start of a longer run with the same WARMUP_ITERS",
+        cfg.get_int("SOLVER.WARMUP_ITERS"), max_iter, max_iter);
+  }
   const bool rescale = cfg.get_bool("SOLVER.RESCALE_INTERVAL");
   if (rescale && warmup_length >= 1.0) {
     // Detectron2 would divide by the zero length of the schedule after warm-up at the end.

@@ -1,6 +1,7 @@
 // detkit benchmark: the window arithmetic, the three tasks on a tiny model, and the CLI's JSON.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -15,18 +16,7 @@
 namespace detkit::engine {
 namespace {
 
-config::CfgNode tiny_config(const testing::TinySetup& s, const std::string& prefix) {
-  const std::string root = s.dir.path("datasets/shapes");
-  data::register_coco_instances(prefix + "_train", root + "/annotations/instances_train.json",
-                                root + "/train");
-  data::register_coco_instances(prefix + "_val", root + "/annotations/instances_val.json",
-                                root + "/val");
-  config::CfgNode cfg = config::get_cfg();
-  cfg.merge_from_file(s.config);
-  cfg.merge_from_list({"DATASETS.TRAIN", "('" + prefix + "_train',)", "DATASETS.TEST",
-                       "('" + prefix + "_val',)", "OUTPUT_DIR", s.dir.path("out")});
-  return cfg;
-}
+using testing::tiny_config;
 
 double window_mean(const std::vector<double>& v, BenchmarkWindow w) {
   return std::accumulate(v.begin() + w.begin, v.begin() + w.end, 0.0) / (w.end - w.begin);
@@ -81,6 +71,27 @@ TEST(Benchmark, TrainTimesEveryStepAndCountsFlops) {
   EXPECT_GT(r.train_gflops_per_iter, 0.0);
   EXPECT_DOUBLE_EQ(r.achieved_gflops, r.train_gflops_per_iter / r.seconds_per_iter);
   EXPECT_GT(r.gemm_peak_gflops, 0.0);
+  // The config's schedule, warm-up included (BASE_LR 0.01, WARMUP_ITERS 2, factor 0.001,
+  // MAX_ITER 6), as detkit train applies it: not BASE_LR from the first step.
+  const std::vector<double> want = {1e-5, 0.01 * (0.001 * 0.5 + 0.5), 0.01, 0.01};
+  ASSERT_EQ(r.learning_rates.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(r.learning_rates[i], want[i], 1e-15) << "iteration " << i;
+  ASSERT_EQ(r.total_losses.size(), 4u);
+  for (double loss : r.total_losses) EXPECT_TRUE(std::isfinite(loss) && loss > 0) << loss;
+}
+
+TEST(Benchmark, TrainRefusesToRunPastTheSchedule) {
+  testing::TinySetup s("bench_past");
+  config::CfgNode cfg = tiny_config(s, "bench_past");  // SOLVER.MAX_ITER 6
+  try {
+    benchmark_train(cfg, 7, {1, 4}, 7);
+    ADD_FAILURE() << "ran past SOLVER.MAX_ITER";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--iters 7 runs past SOLVER.MAX_ITER (6)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // The trace covers the window's iterations only: 2 of 4 training steps, 3 of 5 inference images.

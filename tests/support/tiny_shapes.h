@@ -2,6 +2,8 @@
 // A Mask R-CNN small enough to train a few iterations in seconds, and the dataset it trains on.
 #include <string>
 
+#include "detkit/config/defaults.h"
+#include "detkit/data/catalog.h"
 #include "detkit/data/shapes.h"
 #include "tests/support/temp_dir.h"
 
@@ -44,9 +46,25 @@ struct TinySetup {
     shapes.seed = 3;
     data::make_shapes(shapes);
     std::string text = kTinyConfig;
-    text.replace(text.find("@BASE@"), 6, std::string(DETKIT_SOURCE_DIR) + "/configs/Base-RCNN-FPN.yaml");
+    text.replace(text.find("@BASE@"), 6,
+                 std::string(DETKIT_SOURCE_DIR) + "/configs/Base-RCNN-FPN.yaml");
     config = dir.write("tiny.yaml", text);
   }
 };
+
+/// tiny.yaml with its datasets registered as <prefix>_train / <prefix>_val (no DETKIT_DATASETS
+/// needed) and OUTPUT_DIR in the temp folder.
+inline config::CfgNode tiny_config(const TinySetup& s, const std::string& prefix) {
+  const std::string root = s.dir.path("datasets/shapes");
+  data::register_coco_instances(prefix + "_train", root + "/annotations/instances_train.json",
+                                root + "/train");
+  data::register_coco_instances(prefix + "_val", root + "/annotations/instances_val.json",
+                                root + "/val");
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_file(s.config);
+  cfg.merge_from_list({"DATASETS.TRAIN", "('" + prefix + "_train',)", "DATASETS.TEST",
+                       "('" + prefix + "_val',)", "OUTPUT_DIR", s.dir.path("out")});
+  return cfg;
+}
 
 }  // namespace detkit::testing

@@ -8,6 +8,7 @@
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/structures/mask_ops.h"
 #include "tests/support/detectron2_fixture.h"
+#include "tests/support/matched_sets.h"
 
 namespace detkit::modeling {
 
@@ -34,29 +35,31 @@ TEST(GeneralizedRCNNParity, InferenceMatchesDetectron2) {
     const auto& r = results[i];
     std::string s = std::to_string(i);
     at::Tensor want_boxes = fx.outputs().at("pred_boxes_" + s);
-    ASSERT_EQ(r.size(), want_boxes.size(0)) << "image " << i;
-    double box_diff = (r.boxes("pred_boxes").tensor() - want_boxes).abs().max().item<double>();
-    double score_diff = (r.tensor("scores") - fx.outputs().at("scores_" + s)).abs().max().item<double>();
-    bool same_classes = r.tensor("pred_classes").equal(fx.outputs().at("pred_classes_" + s));
-    // Masks: fraction of differing pixels over all detections of the image.
+    // Matched as sets (same class, box and score within tolerance): near-tied scores may swap
+    // ranks between CPUs.
+    const auto m = testing::match_sets(
+        {r.boxes("pred_boxes").tensor(), r.tensor("scores"), r.tensor("pred_classes")},
+        {want_boxes, fx.outputs().at("scores_" + s), fx.outputs().at("pred_classes_" + s)},
+        /*box_tol=*/1e-3, /*score_tol=*/1e-4);
+    EXPECT_EQ(r.size(), want_boxes.size(0)) << "image " << i;
+    // Masks of matched pairs: fraction of differing pixels over all detections of the image.
     at::Tensor masks = r.tensor("pred_masks");
     int64_t differing = 0;
     const auto& rles = meta["images"][i]["pred_mask_rles"];
-    ASSERT_EQ(static_cast<int64_t>(rles.size()), masks.size(0));
-    for (int64_t k = 0; k < masks.size(0); ++k) {
+    ASSERT_EQ(static_cast<int64_t>(rles.size()), want_boxes.size(0));
+    for (int64_t k = 0; k < want_boxes.size(0); ++k) {
+      if (m.partner[k] < 0) continue;
       auto want = mask_ops::decode(mask_ops::from_string(rles[k], batch[i].height, batch[i].width));
-      at::Tensor want_mask = at::from_blob(want.data(), {batch[i].height, batch[i].width}, at::kByte)
-                                 .to(at::kBool);
-      differing += (masks[k] != want_mask).sum().item<int64_t>();
+      at::Tensor want_mask =
+          at::from_blob(want.data(), {batch[i].height, batch[i].width}, at::kByte).to(at::kBool);
+      differing += (masks[m.partner[k]] != want_mask).sum().item<int64_t>();
     }
-    double mask_fraction = double(differing) / double(masks.numel());
-    std::cout << "[ detectron2 parity ] image " << i << ": " << r.size() << " detections, max abs diff"
-              << " boxes " << box_diff << " px, scores " << score_diff << ", classes "
-              << (same_classes ? "identical" : "DIFFER") << ", mask pixels differing "
+    double mask_fraction = double(differing) / double(std::max<int64_t>(masks.numel(), 1));
+    std::cout << "[ detectron2 parity ] image " << i << ": " << r.size() << " detections vs "
+              << want_boxes.size(0) << ": " << m.summary() << "; mask pixels differing "
               << differing << " (" << 100 * mask_fraction << "%)\n";
-    EXPECT_LT(box_diff, 1e-3);
-    EXPECT_LT(score_diff, 1e-4);
-    EXPECT_TRUE(same_classes);
+    EXPECT_EQ(m.unexplained, 0) << "image " << i;
+    EXPECT_LE(m.unmatched_reference.size(), static_cast<size_t>(want_boxes.size(0) / 50));
     EXPECT_LT(mask_fraction, 1e-3);
   }
 }

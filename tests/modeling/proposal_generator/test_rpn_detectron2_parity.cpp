@@ -4,6 +4,7 @@
 #include "detkit/modeling/backbone/backbone.h"
 #include "detkit/modeling/proposal_generator/proposal_generator.h"
 #include "tests/support/detectron2_fixture.h"
+#include "tests/support/matched_sets.h"
 
 namespace detkit::modeling {
 
@@ -29,16 +30,16 @@ TEST(RPNParity, ProposalsMatchDetectron2) {
     const auto& p = out.proposals[i];
     at::Tensor want_boxes = fx.outputs().at("proposal_boxes_" + std::to_string(i));
     at::Tensor want_logits = fx.outputs().at("proposal_logits_" + std::to_string(i));
-    at::Tensor boxes = p.boxes("proposal_boxes").tensor();
-    at::Tensor logits = p.tensor("objectness_logits");
-    ASSERT_EQ(boxes.sizes(), want_boxes.sizes()) << "image " << i;
-    double box_diff = (boxes - want_boxes).abs().max().item<double>();
-    double logit_diff = (logits - want_logits).abs().max().item<double>();
-    std::cout << "[ detectron2 parity ] image " << i << ": " << boxes.size(0)
-              << " proposals, max abs diff boxes " << box_diff << " px, logits " << logit_diff
-              << "\n";
-    EXPECT_LT(box_diff, 1e-3);
-    EXPECT_LT(logit_diff, 1e-4);
+    // Matched as sets: near-tied logits (~1e-5 apart) swap ranks between CPUs.
+    const auto m =
+        testing::match_sets({p.boxes("proposal_boxes").tensor(), p.tensor("objectness_logits")},
+                            {want_boxes, want_logits}, /*box_tol=*/1e-3,
+                            /*score_tol=*/1e-4);
+    std::cout << "[ detectron2 parity ] image " << i << ": " << p.size() << " proposals vs "
+              << want_boxes.size(0) << ": " << m.summary() << "\n";
+    EXPECT_EQ(p.size(), want_boxes.size(0)) << "image " << i;
+    EXPECT_EQ(m.unexplained, 0) << "image " << i;
+    EXPECT_LE(m.unmatched_reference.size(), static_cast<size_t>(want_boxes.size(0) / 100));
   }
 }
 
