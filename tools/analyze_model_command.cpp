@@ -16,7 +16,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/modeling/flop_count.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/modeling/model_analysis.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
@@ -24,7 +24,7 @@
 namespace detkit::tools {
 namespace {
 
-using modeling::GeneralizedRCNN;
+using modeling::MetaArch;
 
 std::string gflops(int64_t flops) {
   std::ostringstream out;
@@ -32,7 +32,7 @@ std::string gflops(int64_t flops) {
   return out.str();
 }
 
-void print_parameters(const GeneralizedRCNN& model, int64_t max_depth) {
+void print_parameters(const MetaArch& model, int64_t max_depth) {
   auto rows = modeling::count_parameters(model, max_depth);
   std::cout << modeling::format_module_table(rows, {"#parameters", "trainable"});
   std::cout << "total parameters: " << modeling::with_thousands_separators(rows[0].values[0])
@@ -40,7 +40,7 @@ void print_parameters(const GeneralizedRCNN& model, int64_t max_depth) {
             << "\n";
 }
 
-void print_state_dict(const GeneralizedRCNN& model) {
+void print_state_dict(const MetaArch& model) {
   for (const auto& [name, tensor] : modeling::ordered_state_dict(model))
     std::cout << name << " " << modeling::shape_string(tensor) << "\n";
 }
@@ -55,14 +55,14 @@ std::pair<int64_t, int64_t> parse_input_size(const std::string& text) {
   return {std::stoll(match[1]), std::stoll(match[2])};
 }
 
-void print_flops(GeneralizedRCNN& model, const config::CfgNode& cfg, const std::string& size,
+void print_flops(MetaArch& model, const config::CfgNode& cfg, const std::string& size,
                  int64_t max_depth) {
   auto [height, width] = size.empty() ? std::make_pair(cfg.get_int("INPUT.MIN_SIZE_TEST"),
                                                        cfg.get_int("INPUT.MAX_SIZE_TEST"))
                                       : parse_input_size(size);
   model.eval();
   at::NoGradGuard no_grad;
-  modeling::ModelInput input;
+  structures::ModelInput input;
   auto generator = at::detail::createCPUGenerator(/*seed_val=*/0);
   input.image =
       at::rand({int64_t(cfg.get_float_list("MODEL.PIXEL_MEAN").size()), height, width}, generator) *
@@ -112,12 +112,13 @@ CommandRunner add_analyze_model_command(CLI::App& app) {
   cmd->add_option("--input-size", options->input_size,
                   "HEIGHTxWIDTH of the image for flop (default: INPUT.MIN_SIZE_TEST x "
                   "INPUT.MAX_SIZE_TEST)");
-  cmd->add_option("overrides", options->overrides, "KEY VALUE pairs, e.g. MODEL.MASK_ON False");
+  accept_overrides(cmd, "KEY VALUE pairs, e.g. MODEL.MASK_ON False");
   cmd->footer(
       "Example: detkit analyze-model --config-file "
       "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml --tasks parameter,flop\n");
   return [cmd, options]() {
     if (!*cmd) return -1;
+    options->overrides = overrides_of(*cmd);
     const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     auto model = modeling::build_model(cfg);
     for (const auto& task : options->tasks) {

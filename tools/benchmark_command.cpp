@@ -2,6 +2,7 @@
 // or of the data loader for a config, averaged over a window of iterations; a table, or one JSON
 // object on stdout with --json.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -89,7 +90,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
       "train and eval: write a Chrome trace of the window's iterations (libtorch profiler) "
       "to this file");
   cmd->add_flag("--json", o->json, "print one JSON object on stdout instead of the table");
-  cmd->add_option("overrides", o->overrides, "KEY VALUE config overrides, as in detkit train");
+  accept_overrides(cmd, "KEY VALUE config overrides, as in detkit train");
   cmd->footer(
       "Examples:\n"
       "  detkit benchmark --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "
@@ -99,6 +100,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
       "DATALOADER.NUM_WORKERS 2\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
+    o->overrides = overrides_of(*cmd);
     engine::BenchmarkWindow window = engine::parse_window(o->window);
     const int64_t iters = o->iters > 0 ? o->iters : window.end;
     engine::check_window(iters, window);

@@ -15,6 +15,15 @@ namespace detkit::tools {
 config::CfgNode load_config(const std::string& config_file,
                             const std::vector<std::string>& overrides);
 
+/// Lets `cmd` take trailing KEY VALUE config overrides (`help` shows an example). They are
+/// collected as CLI11's extras, not as a vector option: CLI11 splits an option argument written
+/// "[a, b]" into items, and Detectron2's list syntax "[57.375, 57.120, 58.395]" must reach the
+/// config parser as written.
+void accept_overrides(CLI::App* cmd, const std::string& help);
+/// The overrides after parsing, in order. An argument starting with "--" is an unknown flag of
+/// `cmd`, not a config key: detkit::Error naming it.
+std::vector<std::string> overrides_of(const CLI::App& cmd);
+
 /// Adds the subcommand to `app`; the returned function runs it (after parsing) and returns the
 /// process exit code.
 using CommandRunner = std::function<int()>;

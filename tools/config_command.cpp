@@ -17,11 +17,13 @@ CommandRunner add_config_command(CLI::App& app) {
       "config", "Print the merged config (defaults, the file's _BASE_ chain, overrides) as YAML");
   cmd->add_option("--config-file", options->config_file, "Detectron2-style YAML config file")
       ->required();
-  cmd->add_option("overrides", options->overrides,
-                  "KEY VALUE pairs, e.g. SOLVER.BASE_LR 0.0025 INPUT.MIN_SIZE_TRAIN \"(640, 672)\"");
-  cmd->footer("Example: detkit config --config-file configs/Base-RCNN-FPN.yaml SOLVER.IMS_PER_BATCH 2\n");
+  accept_overrides(
+      cmd, "KEY VALUE pairs, e.g. SOLVER.BASE_LR 0.0025 INPUT.MIN_SIZE_TRAIN \"(640, 672)\"");
+  cmd->footer(
+      "Example: detkit config --config-file configs/Base-RCNN-FPN.yaml SOLVER.IMS_PER_BATCH 2\n");
   return [cmd, options]() {
     if (!*cmd) return -1;
+    options->overrides = overrides_of(*cmd);
     const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     std::cout << cfg.dump();
     return 0;

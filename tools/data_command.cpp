@@ -30,7 +30,7 @@ MappingCounts map_all(const data::CocoDataset& dataset, const data::DatasetMappe
     for (size_t i = next++; i < dataset.num_images(); i = next++) {
       try {
         data::SampleRng rng(seed, i);
-        modeling::ModelInput input = mapper(dataset, i, rng);
+        structures::ModelInput input = mapper(dataset, i, rng);
         ++images;
         if (input.instances) instances += static_cast<size_t>(input.instances->size());
       } catch (const std::exception& e) {
@@ -128,13 +128,13 @@ CommandRunner add_data_command(CLI::App& app) {
       "problem found (exit status 1 if any)");
   check->add_option("--config-file", options->config_file, "Detectron2-style YAML config file")
       ->required();
-  check->add_option("overrides", options->overrides,
-                    "KEY VALUE pairs, e.g. DATASETS.TRAIN \"('my_train',)\"");
+  accept_overrides(check, "KEY VALUE pairs, e.g. DATASETS.TRAIN \"('my_train',)\"");
   check->footer(
       "Example: detkit data check --config-file "
       "configs/COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml\n");
   return [check, options]() {
     if (!*check) return -1;
+    options->overrides = overrides_of(*check);
     const config::CfgNode cfg = load_config(options->config_file, options->overrides);
     std::vector<std::string> problems;
     const auto train = cfg.get_string_list("DATASETS.TRAIN");

@@ -20,7 +20,7 @@
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/image_io.h"
 #include "detkit/evaluation/visualizer.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 
@@ -50,8 +50,10 @@ ClassNames class_names_from_config(const config::CfgNode& cfg) {
     const data::CocoDataset dataset = data::load_coco_json(files.json_file, files.image_root);
     const int64_t num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
     if (static_cast<int64_t>(dataset.num_classes()) != num_classes) {
-      spdlog::warn("{} has {} categories but MODEL.ROI_HEADS.NUM_CLASSES is {}: labelling "
-                   "detections 'class N'", name, dataset.num_classes(), num_classes);
+      spdlog::warn(
+          "{} has {} categories but MODEL.ROI_HEADS.NUM_CLASSES is {}: labelling "
+          "detections 'class N'",
+          name, dataset.num_classes(), num_classes);
       return {};
     }
     ClassNames out{dataset.class_names(), {}};
@@ -68,13 +70,13 @@ ClassNames class_names_from_config(const config::CfgNode& cfg) {
 
 // The model's input for a BGR image: the test-time augmentations (ResizeShortestEdge from
 // INPUT.MIN_SIZE_TEST / MAX_SIZE_TEST) in INPUT.FORMAT channel order, as the test mapper makes.
-modeling::ModelInput test_input(const cv::Mat& bgr, const data::DatasetMapperOptions& mapper) {
+structures::ModelInput test_input(const cv::Mat& bgr, const data::DatasetMapperOptions& mapper) {
   data::SampleRng rng(0, 0);  // test-time augmentations draw nothing
   data::TransformList transforms =
       data::apply_augmentations(mapper.augmentations, bgr.rows, bgr.cols, rng);
   cv::Mat image = bgr;
   if (mapper.image_format == "RGB") cv::cvtColor(bgr, image, cv::COLOR_BGR2RGB);
-  modeling::ModelInput input;
+  structures::ModelInput input;
   input.image = data::image_to_tensor(transforms.apply_image(image));
   input.height = bgr.rows;
   input.width = bgr.cols;
@@ -99,8 +101,7 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
       d["category_id"] = classes.category_ids[c];
     }
     d["score"] = scores[i].item<double>();
-    d["bbox"] = {round_to(x0, 0.01), round_to(y0, 0.01),
-                 round_to(b[2].item<double>() - x0, 0.01),
+    d["bbox"] = {round_to(x0, 0.01), round_to(y0, 0.01), round_to(b[2].item<double>() - x0, 0.01),
                  round_to(b[3].item<double>() - y0, 0.01)};
     out.push_back(std::move(d));
   }
@@ -138,12 +139,13 @@ CommandRunner add_infer_command(CLI::App& app) {
   cmd->add_option("--output", o->output, "folder for <stem>.png and <stem>.json")->required();
   cmd->add_option("--confidence", o->confidence, "keep detections scoring at least this")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("overrides", o->overrides, "KEY VALUE config overrides");
+  accept_overrides(cmd, "KEY VALUE config overrides");
   cmd->footer(
       "Example: detkit infer --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "
       "--weights output/quick_shapes/model_final.pth --input a.jpg b.jpg --output vis\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
+    o->overrides = overrides_of(*cmd);
     check_inputs(o->inputs);
     std::vector<std::string> overrides = o->overrides;
     overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights});

@@ -34,8 +34,8 @@ CommandRunner add_train_command(CLI::App& app) {
   cmd->add_option("--machine-rank", o->machine_rank, "this machine's rank, 0..num-machines-1");
   cmd->add_option("--dist-url", o->dist_url,
                   "rendezvous: 'auto' (a free local port) or tcp://host:port for several machines");
-  cmd->add_option("overrides", o->overrides,
-                  "KEY VALUE config overrides, e.g. SOLVER.IMS_PER_BATCH 2 SOLVER.BASE_LR 0.0025");
+  accept_overrides(cmd,
+                   "KEY VALUE config overrides, e.g. SOLVER.IMS_PER_BATCH 2 SOLVER.BASE_LR 0.0025");
   cmd->footer(
       "Examples:\n"
       "  detkit train --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml\n"
@@ -43,9 +43,11 @@ CommandRunner add_train_command(CLI::App& app) {
       "  detkit train --config-file X.yaml --eval-only MODEL.WEIGHTS output/model_final.pth\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
+    o->overrides = overrides_of(*cmd);
     if (o->num_gpus > 1 || o->num_machines > 1)
-      throw Error("--num-gpus > 1 and --num-machines > 1 (distributed training) are not yet "
-                  "supported: run with one process");
+      throw Error(
+          "--num-gpus > 1 and --num-machines > 1 (distributed training) are not yet "
+          "supported: run with one process");
     if (o->machine_rank != 0) throw Error("--machine-rank must be 0 with one machine");
     const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     uint64_t seed = engine::default_setup(cfg);

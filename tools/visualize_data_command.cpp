@@ -30,12 +30,13 @@ CommandRunner add_visualize_data_command(CLI::App& app) {
   cmd->add_option("--config-file", o->config_file, "Detectron2-style YAML config")->required();
   cmd->add_option("--output", o->output, "folder for train_0000.png, ...")->required();
   cmd->add_option("--count", o->count, "images to draw")->check(CLI::PositiveNumber);
-  cmd->add_option("overrides", o->overrides, "KEY VALUE config overrides");
+  accept_overrides(cmd, "KEY VALUE config overrides");
   cmd->footer(
       "Example: detkit visualize-data --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "
       "--output vis --count 4\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
+    o->overrides = overrides_of(*cmd);
     const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     engine::ensure_builtin_datasets(cfg);
     auto loader = data::build_detection_train_loader(cfg);

@@ -31,7 +31,7 @@ void define_model(CfgNode& c) {
   c.define("MODEL.LOAD_PROPOSALS", false);
   c.define("MODEL.MASK_ON", false);
   c.define("MODEL.KEYPOINT_ON", false);
-  c.define("MODEL.DEVICE", "cuda");
+  c.define("MODEL.DEVICE", DETKIT_DEFAULT_DEVICE);  // Detectron2: "cuda" (see CMakeLists.txt)
   c.define("MODEL.META_ARCHITECTURE", "GeneralizedRCNN");
   c.define("MODEL.WEIGHTS", "");
   c.define("MODEL.PIXEL_MEAN", floats({103.530, 116.280, 123.675}));

@@ -8,12 +8,12 @@ AspectRatioGrouper::AspectRatioGrouper(size_t batch_size) : batch_size_(batch_si
   if (batch_size == 0) throw Error("AspectRatioGrouper: batch size must be at least 1");
 }
 
-std::optional<std::vector<modeling::ModelInput>> AspectRatioGrouper::add(
-    modeling::ModelInput input) {
+std::optional<std::vector<structures::ModelInput>> AspectRatioGrouper::add(
+    structures::ModelInput input) {
   auto& bucket = buckets_[bucket_of(input.height, input.width)];
   bucket.push_back(std::move(input));
   if (bucket.size() < batch_size_) return std::nullopt;
-  std::vector<modeling::ModelInput> batch;
+  std::vector<structures::ModelInput> batch;
   batch.swap(bucket);
   return batch;
 }

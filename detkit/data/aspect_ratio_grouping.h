@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/structures/model_io.h"
 
 namespace detkit::data {
 
@@ -14,13 +14,13 @@ class AspectRatioGrouper {
  public:
   explicit AspectRatioGrouper(size_t batch_size);
   /// Adds one sample; returns a full batch when its bucket just filled.
-  std::optional<std::vector<modeling::ModelInput>> add(modeling::ModelInput input);
+  std::optional<std::vector<structures::ModelInput>> add(structures::ModelInput input);
   /// 0 for wide (width > height), 1 for tall or square.
   static int bucket_of(int64_t height, int64_t width) { return width > height ? 0 : 1; }
 
  private:
   size_t batch_size_;
-  std::array<std::vector<modeling::ModelInput>, 2> buckets_;
+  std::array<std::vector<structures::ModelInput>, 2> buckets_;
 };
 
 }  // namespace detkit::data

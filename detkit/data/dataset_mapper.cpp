@@ -35,7 +35,7 @@ at::Tensor image_to_tensor(const cv::Mat& image) {
       .contiguous();
 }
 
-modeling::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, size_t image_index,
+structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, size_t image_index,
                                                SampleRng& rng) const {
   const ImageView record = dataset.image(image_index);
   const std::string path = dataset.image_path(image_index);
@@ -56,7 +56,7 @@ modeling::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, size_
       apply_augmentations(options_.augmentations, image.rows, image.cols, rng);
   image = transforms.apply_image(image);
 
-  modeling::ModelInput input;
+  structures::ModelInput input;
   input.image = image_to_tensor(image);
   input.height = record.height;
   input.width = record.width;

@@ -17,7 +17,7 @@
 #include "detkit/data/coco_dataset.h"
 #include "detkit/data/instance_targets.h"
 #include "detkit/data/transforms/augmentation.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/structures/model_io.h"
 
 namespace detkit::data {
 
@@ -37,7 +37,7 @@ class DatasetMapper {
   explicit DatasetMapper(DatasetMapperOptions options);
 
   /// Maps image `image_index` of `dataset`; every random draw comes from `rng`. Thread-safe.
-  modeling::ModelInput operator()(const CocoDataset& dataset, size_t image_index,
+  structures::ModelInput operator()(const CocoDataset& dataset, size_t image_index,
                                   SampleRng& rng) const;
 
   const DatasetMapperOptions& options() const { return options_; }

@@ -49,8 +49,8 @@ TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, Datase
       options_.num_workers, window(options_.num_workers, options_.batch_size));
 }
 
-std::vector<modeling::ModelInput> TrainLoader::next_batch() {
-  std::vector<modeling::ModelInput> batch;
+std::vector<structures::ModelInput> TrainLoader::next_batch() {
+  std::vector<structures::ModelInput> batch;
   while (true) {
     std::optional<MappedSample> sample = stream_->next();
     if (!sample) throw Error("TrainLoader: the training sampler ended");

@@ -2,7 +2,7 @@
 // Data loaders (Detectron2's build_detection_train_loader / build_detection_test_loader).
 //
 //   auto loader = detkit::data::build_detection_train_loader(cfg);   // DATASETS.TRAIN
-//   std::vector<detkit::modeling::ModelInput> batch = loader->next_batch();
+//   std::vector<detkit::structures::ModelInput> batch = loader->next_batch();
 //   auto losses = model->losses(batch);
 //
 //   auto test = detkit::data::build_detection_test_loader(cfg, "coco_2017_val");
@@ -45,7 +45,7 @@ class TrainLoader {
   TrainLoader(std::shared_ptr<const DetectionDataset> dataset, DatasetMapper mapper,
               TrainLoaderOptions options);
   /// The next batch of options().batch_size inputs (one aspect-ratio class when grouping).
-  std::vector<modeling::ModelInput> next_batch();
+  std::vector<structures::ModelInput> next_batch();
   const TrainLoaderOptions& options() const { return options_; }
   const DetectionDataset& dataset() const { return *dataset_; }
 
@@ -62,7 +62,7 @@ class TrainLoader {
 struct InferenceSample {
   size_t index;      // in the dataset
   int64_t image_id;  // the file's image id, for writing results
-  modeling::ModelInput input;
+  structures::ModelInput input;
 };
 
 /// One pass over this rank's shard of a dataset, in dataset order, one image at a time.

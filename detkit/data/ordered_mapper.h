@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/structures/model_io.h"
 
 namespace detkit::data {
 
@@ -25,7 +25,7 @@ namespace detkit::data {
 struct MappedSample {
   uint64_t position;
   size_t index;
-  modeling::ModelInput input;
+  structures::ModelInput input;
 };
 
 class OrderedMapper {
@@ -33,7 +33,7 @@ class OrderedMapper {
   /// The next dataset index, or nullopt when the sequence ends. Called in position order.
   using IndexSource = std::function<std::optional<size_t>()>;
   /// Maps the index at a position. Called concurrently from the workers.
-  using MapFunction = std::function<modeling::ModelInput(uint64_t position, size_t index)>;
+  using MapFunction = std::function<structures::ModelInput(uint64_t position, size_t index)>;
 
   /// `num_workers` 0 maps in the consumer's thread; otherwise at most `capacity` (>= 1)
   /// positions are claimed ahead of the consumer.

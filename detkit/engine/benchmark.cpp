@@ -13,7 +13,7 @@
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/modeling/flop_count.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
 
@@ -59,7 +59,7 @@ void log_iteration(const BenchmarkResult& r) {
                r.data_seconds.back(), training);
 }
 
-std::shared_ptr<modeling::GeneralizedRCNN> build_loaded_model(const config::CfgNode& cfg) {
+std::shared_ptr<modeling::MetaArch> build_loaded_model(const config::CfgNode& cfg) {
   auto model = modeling::build_model(cfg);
   const std::string weights = cfg.get_string("MODEL.WEIGHTS");
   if (!weights.empty()) {
@@ -114,8 +114,8 @@ class StepTimer : public HookBase {
 };
 
 // Conv + linear multiply-adds of one training forward pass (losses included) on `batch`.
-int64_t training_forward_macs(modeling::GeneralizedRCNN& model,
-                              const std::vector<modeling::ModelInput>& batch) {
+int64_t training_forward_macs(modeling::MetaArch& model,
+                              const std::vector<structures::ModelInput>& batch) {
   at::NoGradGuard no_grad;
   modeling::FlopCounter counter(model);
   model.train();

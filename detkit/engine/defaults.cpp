@@ -53,7 +53,7 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
 }
 
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
-    const config::CfgNode& cfg, modeling::GeneralizedRCNN& model) {
+    const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
   for (const auto& name : names) {

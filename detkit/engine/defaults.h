@@ -29,7 +29,7 @@ void ensure_builtin_datasets(const config::CfgNode& cfg);
 /// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON); results files
 /// go to OUTPUT_DIR/inference/<dataset>/ (OUTPUT_DIR/inference/ when there is one dataset).
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
-    const config::CfgNode& cfg, modeling::GeneralizedRCNN& model);
+    const config::CfgNode& cfg, modeling::MetaArch& model);
 
 class DefaultTrainer {
  public:
@@ -38,7 +38,7 @@ class DefaultTrainer {
   /// MODEL.WEIGHTS (when set) and start at iteration 0.
   void resume_or_load(bool resume);
   void train();
-  const std::shared_ptr<modeling::GeneralizedRCNN>& model() const { return model_; }
+  const std::shared_ptr<modeling::MetaArch>& model() const { return model_; }
   /// The last evaluation's reports, by dataset and task.
   const std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>>& results() const {
     return results_;
@@ -47,7 +47,7 @@ class DefaultTrainer {
  private:
   config::CfgNode cfg_;
   uint64_t seed_;
-  std::shared_ptr<modeling::GeneralizedRCNN> model_;
+  std::shared_ptr<modeling::MetaArch> model_;
   std::unique_ptr<solver::SGD> optimizer_;
   std::unique_ptr<solver::LRMultiplier> scheduler_;
   std::unique_ptr<data::TrainLoader> loader_;

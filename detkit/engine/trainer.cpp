@@ -1,8 +1,8 @@
 #include "detkit/engine/trainer.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/Generator.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -21,7 +21,14 @@ uint64_t iteration_seed(uint64_t seed, int64_t iter) {
   return z ^ (z >> 31);
 }
 
-Trainer::Trainer(std::shared_ptr<modeling::GeneralizedRCNN> model, solver::SGD& optimizer,
+namespace {
+Error stopped_at(int64_t iter, const std::string& what) {
+  return Error("iteration " + std::to_string(iter) + ": " + what +
+               " (training stopped; the last checkpoint is intact)");
+}
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<modeling::MetaArch> model, solver::SGD& optimizer,
                  BatchSource data, uint64_t seed)
     : model_(std::move(model)), optimizer_(optimizer), data_(std::move(data)), seed_(seed) {}
 
@@ -35,7 +42,13 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   for (; iter_ < max_iter_; ++iter_) {
     storage_.set_iter(iter_);
     for (auto& h : hooks_) h->before_step(*this);
-    run_step();
+    try {
+      run_step();
+    } catch (const c10::Error& e) {  // a TORCH_CHECK: its message without libtorch's backtrace
+      throw stopped_at(iter_, e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      throw stopped_at(iter_, e.what());
+    }
     for (auto& h : hooks_) h->after_step(*this);
   }
   iter_ = max_iter_ - 1;  // Detectron2's trainer.iter after the loop: the last iteration run
@@ -43,45 +56,56 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
 }
 
 void Trainer::run_step() {
-  using clock = std::chrono::steady_clock;
-  auto start = clock::now();
-  std::vector<modeling::ModelInput> batch = data_();
-  double data_time = std::chrono::duration<double>(clock::now() - start).count();
+  const auto batch = fetch_batch();
+  const at::Tensor total = sum_losses(forward(batch));
+  backward(total);
+  synchronize_gradients();
+  optimizer_step();
+}
 
+std::vector<structures::ModelInput> Trainer::fetch_batch() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<structures::ModelInput> batch = data_();
+  storage_.put_scalar(
+      "data_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return batch;
+}
+
+structures::LossDict Trainer::forward(const std::vector<structures::ModelInput>& batch) {
   {
     auto gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(iteration_seed(seed_, iter_));
   }
-  modeling::LossDict losses;
-  try {
-    losses = model_->losses(batch);
-  } catch (const Error& e) {
-    throw Error("iteration " + std::to_string(iter_) + ": " + e.what() +
-                " (training stopped; the last checkpoint is intact)");
-  }
+  return model_->losses(batch);
+}
+
+at::Tensor Trainer::sum_losses(const structures::LossDict& losses) {
   at::Tensor total;
   std::map<std::string, double> values;
   for (const auto& [name, loss] : losses) {
     total = total.defined() ? total + loss : loss;
     values[name] = loss.item<double>();
   }
-  double total_value = total.item<double>();
+  if (!total.defined()) throw Error("the model returned no losses");
+  const double total_value = total.item<double>();
   if (!std::isfinite(total_value)) {
     std::ostringstream terms;
     for (const auto& [name, v] : values) terms << " " << name << "=" << v;
-    throw Error("loss became infinite or NaN at iteration " + std::to_string(iter_) + ":" +
-                terms.str() + " (training stopped; the last checkpoint is intact)");
+    throw Error("loss became infinite or NaN:" + terms.str());
   }
-  storage_.put_scalar("data_time", data_time);
   storage_.put_scalar("total_loss", total_value);
   for (const auto& [name, v] : values) storage_.put_scalar(name, v);
+  return total;
+}
 
+void Trainer::backward(const at::Tensor& total) {
   // Dropping the gradients (PyTorch 2's default) instead of zeroing them: backward then hands
   // each parameter its fresh gradient instead of adding it to zeros. Same values, less work.
   optimizer_.zero_grad(/*set_to_none=*/true);
   total.backward();
-  optimizer_.step();
 }
+
+void Trainer::optimizer_step() { optimizer_.step(); }
 
 }  // namespace detkit::engine

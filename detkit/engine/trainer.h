@@ -1,16 +1,24 @@
 #pragma once
-// The training loop (Detectron2's TrainerBase + SimpleTrainer): each iteration fetches a batch,
-// computes the loss dict, checks it is finite, backpropagates and steps the optimizer; hooks run
-// before/after training and before/after each step (timer, LR schedule, checkpoints,
-// evaluation, writers). Randomness inside a step (anchor/proposal sampling) is seeded from (seed,
-// iteration) so a resumed run repeats the uninterrupted one exactly.
+// The training loop (Detectron2's TrainerBase + SimpleTrainer). Each iteration runs the phases
+// of run_step(), each a virtual method so that a variant replaces one phase instead of copying
+// the loop (mixed precision: backward and optimizer_step; data-parallel training:
+// synchronize_gradients):
+//
+//   fetch_batch -> forward (the loss dict) -> sum_losses (finite check, metrics) -> backward
+//   -> synchronize_gradients -> optimizer_step
+//
+// Hooks run before/after training and before/after each step (timer, LR schedule, checkpoints,
+// evaluation, writers). Any exception raised inside a step, a TORCH_CHECK of an op included,
+// reaches the caller as a detkit::Error that names the iteration. Randomness inside a step
+// (anchor/proposal sampling) is seeded from (seed, iteration) so a resumed run repeats the
+// uninterrupted one exactly.
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "detkit/engine/event_storage.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/sgd.h"
 
 namespace detkit::engine {
@@ -26,30 +34,45 @@ class HookBase {
   virtual void after_train(Trainer&) {}
 };
 
-using BatchSource = std::function<std::vector<modeling::ModelInput>()>;
+using BatchSource = std::function<std::vector<structures::ModelInput>()>;
 
 class Trainer {
  public:
-  Trainer(std::shared_ptr<modeling::GeneralizedRCNN> model, solver::SGD& optimizer,
-          BatchSource data, uint64_t seed);
+  Trainer(std::shared_ptr<modeling::MetaArch> model, solver::SGD& optimizer, BatchSource data,
+          uint64_t seed);
+  virtual ~Trainer() = default;
 
   void register_hook(std::shared_ptr<HookBase> hook) { hooks_.push_back(std::move(hook)); }
   /// Runs iterations start_iter .. max_iter - 1.
   void train(int64_t start_iter, int64_t max_iter);
-  /// One iteration: batch, losses (non-finite: detkit::Error naming the iteration and every
-  /// loss term, before any weight changes), backward, optimizer step.
+  /// One iteration: the phases above, in order.
   void run_step();
 
   int64_t iter() const { return iter_; }
   int64_t start_iter() const { return start_iter_; }
   int64_t max_iter() const { return max_iter_; }
   EventStorage& storage() { return storage_; }
-  modeling::GeneralizedRCNN& model() { return *model_; }
-  const std::shared_ptr<modeling::GeneralizedRCNN>& model_ptr() const { return model_; }
+  modeling::MetaArch& model() { return *model_; }
+  const std::shared_ptr<modeling::MetaArch>& model_ptr() const { return model_; }
   solver::SGD& optimizer() { return optimizer_; }
 
+ protected:
+  /// The next batch; records "data_time".
+  virtual std::vector<structures::ModelInput> fetch_batch();
+  /// The loss dict of `batch`, with the in-step generator seeded for this iteration.
+  virtual structures::LossDict forward(const std::vector<structures::ModelInput>& batch);
+  /// Their sum; records each loss and "total_loss". A non-finite sum is a detkit::Error naming
+  /// every term, raised before any weight changes.
+  virtual at::Tensor sum_losses(const structures::LossDict& losses);
+  /// Fresh gradients of `total` (the previous step's are dropped first).
+  virtual void backward(const at::Tensor& total);
+  /// Where data-parallel training averages gradients across ranks; nothing in one process.
+  virtual void synchronize_gradients() {}
+  /// Applies the gradients.
+  virtual void optimizer_step();
+
  private:
-  std::shared_ptr<modeling::GeneralizedRCNN> model_;
+  std::shared_ptr<modeling::MetaArch> model_;
   solver::SGD& optimizer_;
   BatchSource data_;
   uint64_t seed_;

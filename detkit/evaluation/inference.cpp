@@ -7,7 +7,7 @@
 
 namespace detkit::evaluation {
 
-std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::GeneralizedRCNN& model,
+std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& model,
                                                            data::TestLoader& loader,
                                                            COCOEvaluator& evaluator) {
   using clock = std::chrono::steady_clock;

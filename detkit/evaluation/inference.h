@@ -6,11 +6,11 @@
 
 #include "detkit/data/loader.h"
 #include "detkit/evaluation/coco_evaluator.h"
-#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 
 namespace detkit::evaluation {
 
-std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::GeneralizedRCNN& model,
+std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& model,
                                                            data::TestLoader& loader,
                                                            COCOEvaluator& evaluator);
 

@@ -41,3 +41,12 @@ class Registry {
 };
 
 }  // namespace detkit
+
+/// The one registration idiom: adds `factory` under `name` to `registry` when the library
+/// loads, e.g. DETKIT_REGISTER(::detkit::modeling::backbone_registry(), "my_backbone", f).
+/// Each component folder wraps it (DETKIT_REGISTER_BACKBONE(name, factory), ...).
+#define DETKIT_REGISTER(registry, name, ...)                                   \
+  static const bool DETKIT_REGISTRY_CONCAT_(detkit_registered_, __COUNTER__) = \
+      (registry).add(name, __VA_ARGS__)
+#define DETKIT_REGISTRY_CONCAT_(a, b) DETKIT_REGISTRY_CONCAT_IMPL_(a, b)
+#define DETKIT_REGISTRY_CONCAT_IMPL_(a, b) a##b

@@ -37,7 +37,7 @@ TEST_P(CocoTinyMapping, AllImagesMapWithTheJsonsCounts) {
   size_t instances = 0, mapped_polygons = 0;
   for (size_t i = 0; i < dataset.num_images(); ++i) {
     SampleRng rng(0, i);
-    modeling::ModelInput input = mapper(dataset, i, rng);
+    structures::ModelInput input = mapper(dataset, i, rng);
     EXPECT_EQ(input.image.size(0), 3);
     EXPECT_EQ(input.image.size(1), dataset.image(i).height);
     EXPECT_EQ(input.image.size(2), dataset.image(i).width);

@@ -64,7 +64,7 @@ TEST(CocoBbox, ConvertsThroughFloat32AsDetectron2) {
 TEST_F(MapperFixture, TrainingTargetsMatchDetectron2Exactly) {
   DatasetMapper mapper(options(false));
   SampleRng rng(0, 0);
-  modeling::ModelInput input = mapper(dataset, 0, rng);
+  structures::ModelInput input = mapper(dataset, 0, rng);
   EXPECT_EQ(input.image.sizes(), (at::IntArrayRef{3, 800, 1067}));
   EXPECT_EQ(input.height, 480);
   EXPECT_EQ(input.width, 640);
@@ -92,8 +92,8 @@ TEST_F(MapperFixture, TrainingTargetsMatchDetectron2Exactly) {
 
 TEST_F(MapperFixture, FlipAppliesToImageBoxesAndPolygons) {
   SampleRng rng_a(0, 0), rng_b(0, 0);
-  modeling::ModelInput plain = DatasetMapper(options(false))(dataset, 0, rng_a);
-  modeling::ModelInput flipped = DatasetMapper(options(true))(dataset, 0, rng_b);
+  structures::ModelInput plain = DatasetMapper(options(false))(dataset, 0, rng_a);
+  structures::ModelInput flipped = DatasetMapper(options(true))(dataset, 0, rng_b);
   EXPECT_TRUE(at::equal(flipped.image, plain.image.flip({2})));
   const at::Tensor& boxes = flipped.instances->boxes("gt_boxes").tensor();
   EXPECT_EQ(row(boxes, 0),
@@ -109,8 +109,8 @@ TEST_F(MapperFixture, ImageChannelsFollowTheFormat) {
   DatasetMapperOptions rgb;
   rgb.image_format = "RGB";
   SampleRng rng(0, 0);
-  modeling::ModelInput a = DatasetMapper(bgr)(dataset, 0, rng);
-  modeling::ModelInput b = DatasetMapper(rgb)(dataset, 0, rng);
+  structures::ModelInput a = DatasetMapper(bgr)(dataset, 0, rng);
+  structures::ModelInput b = DatasetMapper(rgb)(dataset, 0, rng);
   // gradient_image: channel 0 (blue) is x % 256, channel 1 (green) is y % 256.
   EXPECT_EQ(a.image.index({0, 10, 300}).item<float>(), 300 % 256);
   EXPECT_EQ(a.image.index({1, 10, 300}).item<float>(), 10);
@@ -121,7 +121,7 @@ TEST_F(MapperFixture, TestTimeMappingResizesOnlyAndKeepsOriginalSize) {
   DatasetMapperOptions o = options(false);
   o.is_train = false;
   SampleRng rng(0, 0);
-  modeling::ModelInput input = DatasetMapper(o)(dataset, 0, rng);
+  structures::ModelInput input = DatasetMapper(o)(dataset, 0, rng);
   EXPECT_FALSE(input.instances.has_value());
   EXPECT_EQ(input.image.sizes(), (at::IntArrayRef{3, 800, 1067}));
   EXPECT_EQ(input.height, 480);
@@ -130,7 +130,7 @@ TEST_F(MapperFixture, TestTimeMappingResizesOnlyAndKeepsOriginalSize) {
 
 TEST_F(MapperFixture, BitmaskFormatRasterisesTransformedPolygons) {
   SampleRng rng(0, 0);
-  modeling::ModelInput input = DatasetMapper(options(false, MaskFormat::kBitmask))(dataset, 0, rng);
+  structures::ModelInput input = DatasetMapper(options(false, MaskFormat::kBitmask))(dataset, 0, rng);
   const auto& masks = input.instances->bit_masks("gt_masks");
   EXPECT_EQ(masks.tensor().sizes(), (at::IntArrayRef{2, 800, 1067}));
   // The triangle of instance 1 covers pixels near the image's bottom-right corner.
@@ -140,7 +140,7 @@ TEST_F(MapperFixture, BitmaskFormatRasterisesTransformedPolygons) {
 
 TEST_F(MapperFixture, NoMasksWithoutMaskOn) {
   SampleRng rng(0, 0);
-  modeling::ModelInput input = DatasetMapper(options(false, MaskFormat::kNone))(dataset, 0, rng);
+  structures::ModelInput input = DatasetMapper(options(false, MaskFormat::kNone))(dataset, 0, rng);
   EXPECT_FALSE(input.instances->has("gt_masks"));
   EXPECT_EQ(input.instances->size(), 2);
 }

@@ -15,7 +15,7 @@
 namespace detkit::data {
 namespace {
 
-using modeling::ModelInput;
+using structures::ModelInput;
 using testing::coco_annotation;
 using testing::coco_image;
 

@@ -60,7 +60,7 @@ class AppliedLrProbe : public HookBase {
 };
 
 struct TrainingRun {
-  std::shared_ptr<modeling::GeneralizedRCNN> model;
+  std::shared_ptr<modeling::MetaArch> model;
   std::unique_ptr<solver::SGD> optimizer;
   std::unique_ptr<solver::LRMultiplier> scheduler;
 };
@@ -75,7 +75,7 @@ TrainingRun build_run(const config::CfgNode& cfg) {
 }
 
 // Trains iterations first .. last-1 on the same batch; returns what each step applied.
-Applied train(TrainingRun& r, const std::vector<modeling::ModelInput>& batch, int64_t first,
+Applied train(TrainingRun& r, const std::vector<structures::ModelInput>& batch, int64_t first,
               int64_t last) {
   Applied applied;
   Trainer trainer(
@@ -134,7 +134,7 @@ config::CfgNode case_config(config::CfgNode cfg, const Case& c) {
   return cfg;
 }
 
-std::vector<modeling::ModelInput> one_batch(const config::CfgNode& cfg) {
+std::vector<structures::ModelInput> one_batch(const config::CfgNode& cfg) {
   return data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, /*seed=*/1)
       ->next_batch();
 }

@@ -11,11 +11,12 @@
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/layers/shape_spec.h"
+#include "detkit/structures/model_io.h"
 #include "detkit/utils/registry.h"
 
 namespace detkit::modeling {
 
-using FeatureMap = std::map<std::string, at::Tensor>;
+using FeatureMap = structures::FeatureMap;
 
 class Backbone : public torch::nn::Module {
  public:
@@ -45,8 +46,7 @@ Registry<BackboneFactory>& backbone_registry();
 /// Builds MODEL.BACKBONE.NAME for images of len(MODEL.PIXEL_MEAN) channels.
 std::shared_ptr<Backbone> build_backbone(const config::CfgNode& cfg);
 
-#define DETKIT_REGISTER_BACKBONE(name, factory) \
-  static const bool detkit_backbone_registered_##name = \
-      ::detkit::modeling::backbone_registry().add(#name, factory)
+#define DETKIT_REGISTER_BACKBONE(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::backbone_registry(), #name, __VA_ARGS__)
 
 }  // namespace detkit::modeling

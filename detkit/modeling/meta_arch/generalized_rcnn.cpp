@@ -23,15 +23,22 @@ GeneralizedRCNN::GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
   pixel_std_ = at::tensor(pixel_std, at::kFloat).reshape({-1, 1, 1});
 }
 
-structures::ImageList GeneralizedRCNN::preprocess_image(const std::vector<ModelInput>& batch) const {
+structures::ImageList GeneralizedRCNN::preprocess_image(
+    const std::vector<ModelInput>& batch) const {
   if (batch.empty()) throw Error("GeneralizedRCNN: empty batch");
   std::vector<at::Tensor> images;
   for (const auto& input : batch) {
     TORCH_CHECK(input.image.dim() == 3 && input.image.size(0) == pixel_mean_.size(0),
                 "model input must be (", pixel_mean_.size(0), ", H, W), got ", input.image.sizes());
-    images.push_back((input.image.to(at::kFloat) - pixel_mean_) / pixel_std_);
+    images.push_back((input.image.to(pixel_mean_.device(), at::kFloat) - pixel_mean_) / pixel_std_);
   }
   return structures::ImageList::from_tensors(images, backbone_->size_divisibility());
+}
+
+void GeneralizedRCNN::to(torch::Device device, bool non_blocking) {
+  MetaArch::to(device, non_blocking);
+  pixel_mean_ = pixel_mean_.to(device);
+  pixel_std_ = pixel_std_.to(device);
 }
 
 LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
@@ -78,20 +85,14 @@ Instances detector_postprocess(const Instances& results, int64_t height, int64_t
   Instances kept = scaled.index(boxes.nonempty());
   if (kept.has("pred_masks")) {
     at::Tensor probs = kept.tensor("pred_masks");
-    kept.set("pred_masks", ops::paste_masks_in_image(probs.select(1, 0),
-                                                     kept.boxes("pred_boxes").tensor(), height,
-                                                     width, mask_threshold));
+    kept.set("pred_masks",
+             ops::paste_masks_in_image(probs.select(1, 0), kept.boxes("pred_boxes").tensor(),
+                                       height, width, mask_threshold));
   }
   return kept;
 }
 
-std::shared_ptr<GeneralizedRCNN> build_model(const config::CfgNode& cfg) {
-  const std::string arch = cfg.get_string("MODEL.META_ARCHITECTURE");
-  if (arch != "GeneralizedRCNN")
-    throw Error("unknown MODEL.META_ARCHITECTURE '" + arch + "'; registered: GeneralizedRCNN");
-  const std::string device = cfg.get_string("MODEL.DEVICE");
-  if (device != "cpu" && device != "cuda")
-    throw Error("MODEL.DEVICE must be 'cpu' or 'cuda', got '" + device + "'");
+std::shared_ptr<GeneralizedRCNN> build_generalized_rcnn(const config::CfgNode& cfg) {
   if (cfg.get_bool("MODEL.LOAD_PROPOSALS"))
     throw Error("MODEL.LOAD_PROPOSALS True (precomputed proposals) is not supported yet");
   auto backbone = build_backbone(cfg);
@@ -102,5 +103,9 @@ std::shared_ptr<GeneralizedRCNN> build_model(const config::CfgNode& cfg) {
                                            cfg.get_float_list("MODEL.PIXEL_MEAN"),
                                            cfg.get_float_list("MODEL.PIXEL_STD"));
 }
+
+DETKIT_REGISTER_META_ARCH(GeneralizedRCNN, [](const config::CfgNode& cfg) {
+  return std::static_pointer_cast<MetaArch>(build_generalized_rcnn(cfg));
+});
 
 }  // namespace detkit::modeling

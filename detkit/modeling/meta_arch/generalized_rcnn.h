@@ -8,19 +8,15 @@
 #include <vector>
 
 #include "detkit/modeling/backbone/backbone.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/modeling/proposal_generator/proposal_generator.h"
 #include "detkit/modeling/roi_heads/roi_heads.h"
 
 namespace detkit::modeling {
 
-/// One image as the model takes it (Detectron2's dataset dict after mapping).
-struct ModelInput {
-  at::Tensor image;  // (C, H, W) float, in INPUT.FORMAT channel order, 0..255, resized
-  int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
-  std::optional<structures::Instances> instances;  // training targets, in the resized frame
-};
+using ModelInput = structures::ModelInput;
 
-class GeneralizedRCNN : public torch::nn::Module {
+class GeneralizedRCNN : public MetaArch {
  public:
   GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
                   std::shared_ptr<ProposalGenerator> proposal_generator,
@@ -29,10 +25,12 @@ class GeneralizedRCNN : public torch::nn::Module {
 
   /// Training mode: the summed-later loss dict ("loss_rpn_cls", "loss_rpn_loc", "loss_cls",
   /// "loss_box_reg", "loss_mask").
-  LossDict losses(const std::vector<ModelInput>& batch);
+  LossDict losses(const std::vector<ModelInput>& batch) override;
   /// Eval mode: per image "pred_boxes", "scores", "pred_classes" (and "pred_masks" (R, H, W)
   /// bool) in the original image's size.
-  std::vector<structures::Instances> inference(const std::vector<ModelInput>& batch);
+  std::vector<structures::Instances> inference(const std::vector<ModelInput>& batch) override;
+  /// Moves parameters, buffers and the pixel mean/std (not in the state dict) to `device`.
+  void to(torch::Device device, bool non_blocking = false) override;
 
   structures::ImageList preprocess_image(const std::vector<ModelInput>& batch) const;
   const std::shared_ptr<Backbone>& backbone() const { return backbone_; }
@@ -44,8 +42,9 @@ class GeneralizedRCNN : public torch::nn::Module {
   at::Tensor pixel_mean_, pixel_std_;  // (C, 1, 1); not in the state dict, as in Detectron2
 };
 
-/// Builds MODEL.META_ARCHITECTURE (GeneralizedRCNN) with its backbone and heads from the config.
-std::shared_ptr<GeneralizedRCNN> build_model(const config::CfgNode& cfg);
+/// GeneralizedRCNN with MODEL.BACKBONE, MODEL.PROPOSAL_GENERATOR and MODEL.ROI_HEADS from the
+/// config (registered as MODEL.META_ARCHITECTURE "GeneralizedRCNN").
+std::shared_ptr<GeneralizedRCNN> build_generalized_rcnn(const config::CfgNode& cfg);
 
 /// Rescales one image's detections from the network's input size to (height, width), clips,
 /// drops empty boxes and pastes masks into full-image bool masks at `mask_threshold`.

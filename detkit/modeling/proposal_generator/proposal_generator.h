@@ -19,7 +19,7 @@
 namespace detkit::modeling {
 
 /// Losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...).
-using LossDict = std::map<std::string, at::Tensor>;
+using LossDict = structures::LossDict;
 
 struct ProposalOutput {
   /// Per image: "proposal_boxes" (Boxes) and "objectness_logits" (R), by decreasing logit.
@@ -42,8 +42,7 @@ Registry<ProposalGeneratorFactory>& proposal_generator_registry();
 std::shared_ptr<ProposalGenerator> build_proposal_generator(const config::CfgNode& cfg,
                                                             const layers::ShapeSpecs& input_shapes);
 
-#define DETKIT_REGISTER_PROPOSAL_GENERATOR(name, factory) \
-  static const bool detkit_proposal_generator_registered_##name = \
-      ::detkit::modeling::proposal_generator_registry().add(#name, factory)
+#define DETKIT_REGISTER_PROPOSAL_GENERATOR(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::proposal_generator_registry(), #name, __VA_ARGS__)
 
 }  // namespace detkit::modeling

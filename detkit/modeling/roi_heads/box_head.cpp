@@ -51,8 +51,7 @@ std::shared_ptr<BoxHead> build_box_head(const config::CfgNode& cfg, const BoxHea
   return box_head_registry().get(cfg.get_string("MODEL.ROI_BOX_HEAD.NAME"))(cfg, input);
 }
 
-static const bool kFastRCNNConvFCHeadRegistered = box_head_registry().add(
-    "FastRCNNConvFCHead", [](const config::CfgNode& cfg, const BoxHeadInput& input) {
+DETKIT_REGISTER_BOX_HEAD(FastRCNNConvFCHead, [](const config::CfgNode& cfg, const BoxHeadInput& input) {
       FastRCNNConvFCHeadOptions o;
       o.input = input;
       o.conv_dims.assign(cfg.get_int("MODEL.ROI_BOX_HEAD.NUM_CONV"),

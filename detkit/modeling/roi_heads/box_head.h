@@ -48,6 +48,10 @@ class FastRCNNConvFCHead : public BoxHead {
 using BoxHeadFactory =
     std::function<std::shared_ptr<BoxHead>(const config::CfgNode& cfg, const BoxHeadInput& input)>;
 Registry<BoxHeadFactory>& box_head_registry();
+
+#define DETKIT_REGISTER_BOX_HEAD(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::box_head_registry(), #name, __VA_ARGS__)
+
 std::shared_ptr<BoxHead> build_box_head(const config::CfgNode& cfg, const BoxHeadInput& input);
 
 /// Caffe2's "Xavier" fill for a Linear layer (kaiming uniform, a = 1; bias 0).

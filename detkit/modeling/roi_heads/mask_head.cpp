@@ -94,8 +94,7 @@ std::shared_ptr<MaskHead> build_mask_head(const config::CfgNode& cfg, int64_t in
   return mask_head_registry().get(cfg.get_string("MODEL.ROI_MASK_HEAD.NAME"))(cfg, input_channels);
 }
 
-static const bool kMaskRCNNConvUpsampleHeadRegistered = mask_head_registry().add(
-    "MaskRCNNConvUpsampleHead", [](const config::CfgNode& cfg, int64_t input_channels) {
+DETKIT_REGISTER_MASK_HEAD(MaskRCNNConvUpsampleHead, [](const config::CfgNode& cfg, int64_t input_channels) {
       MaskRCNNConvUpsampleHeadOptions o;
       o.input_channels = input_channels;
       o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");

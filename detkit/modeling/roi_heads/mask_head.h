@@ -60,6 +60,10 @@ void mask_rcnn_inference(const at::Tensor& pred_mask_logits,
 using MaskHeadFactory =
     std::function<std::shared_ptr<MaskHead>(const config::CfgNode& cfg, int64_t input_channels)>;
 Registry<MaskHeadFactory>& mask_head_registry();
+
+#define DETKIT_REGISTER_MASK_HEAD(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::mask_head_registry(), #name, __VA_ARGS__)
+
 std::shared_ptr<MaskHead> build_mask_head(const config::CfgNode& cfg, int64_t input_channels);
 
 }  // namespace detkit::modeling

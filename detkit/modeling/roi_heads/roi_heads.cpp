@@ -138,8 +138,7 @@ std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
   return roi_heads_registry().get(cfg.get_string("MODEL.ROI_HEADS.NAME"))(cfg, input_shapes);
 }
 
-static const bool kStandardROIHeadsRegistered = roi_heads_registry().add(
-    "StandardROIHeads", [](const config::CfgNode& cfg, const layers::ShapeSpecs& shapes) {
+DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg, const layers::ShapeSpecs& shapes) {
       StandardROIHeadsOptions o;
       o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
       o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");

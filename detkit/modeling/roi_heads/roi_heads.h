@@ -75,6 +75,10 @@ class StandardROIHeads : public ROIHeads {
 using ROIHeadsFactory = std::function<std::shared_ptr<ROIHeads>(
     const config::CfgNode& cfg, const layers::ShapeSpecs& input_shapes)>;
 Registry<ROIHeadsFactory>& roi_heads_registry();
+
+#define DETKIT_REGISTER_ROI_HEADS(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::roi_heads_registry(), #name, __VA_ARGS__)
+
 std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
                                           const layers::ShapeSpecs& input_shapes);
 

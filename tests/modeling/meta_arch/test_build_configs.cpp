@@ -37,7 +37,7 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
   for (const auto& entry : std::filesystem::recursive_directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = std::filesystem::relative(entry.path(), kConfigs).string();
-    std::shared_ptr<GeneralizedRCNN> model;
+    std::shared_ptr<MetaArch> model;
     ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
     ++built;
     auto rows = count_parameters(*model, 0);

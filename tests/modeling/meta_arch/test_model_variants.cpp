@@ -17,7 +17,7 @@ namespace {
 // model for further checks.
 std::shared_ptr<GeneralizedRCNN> train_step_and_infer(const std::vector<std::string>& overrides) {
   at::manual_seed(0);
-  auto model = build_model(testing::small_config(overrides));
+  auto model = build_generalized_rcnn(testing::small_config(overrides));
   model->train();
   auto losses = model->losses(testing::small_batch());
   EXPECT_EQ(losses.size(), 5u);

@@ -1,0 +1,47 @@
+#include "detkit/modeling/meta_arch/meta_arch.h"
+
+#include <torch/cuda.h>
+
+#include "detkit/utils/error.h"
+
+namespace detkit::modeling {
+
+c10::Device MetaArch::device() const {
+  for (const auto& p : parameters()) return p.device();
+  for (const auto& b : buffers()) return b.device();
+  return c10::Device(c10::kCPU);
+}
+
+Registry<MetaArchFactory>& meta_arch_registry() {
+  static Registry<MetaArchFactory> registry("meta architecture (MODEL.META_ARCHITECTURE)");
+  return registry;
+}
+
+c10::Device model_device(const config::CfgNode& cfg) {
+  const std::string name = cfg.get_string("MODEL.DEVICE");
+  const std::string supported =
+      torch::cuda::is_available()
+          ? "cpu, cuda (" + std::to_string(torch::cuda::device_count()) + " devices)"
+          : "cpu only (this libtorch has no CUDA)";
+  std::optional<c10::Device> device;
+  try {
+    device = c10::Device(name);
+  } catch (const c10::Error&) {
+  }
+  if (!device || !(device->is_cpu() || device->is_cuda()))
+    throw Error("MODEL.DEVICE '" + name +
+                "' is not a device detkit runs on; this build: " + supported);
+  if (device->is_cuda() && (!torch::cuda::is_available() ||
+                            device->index() >= static_cast<int>(torch::cuda::device_count())))
+    throw Error("MODEL.DEVICE '" + name + "' is not available; this build: " + supported);
+  return *device;
+}
+
+std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
+  const c10::Device device = model_device(cfg);
+  auto model = meta_arch_registry().get(cfg.get_string("MODEL.META_ARCHITECTURE"))(cfg);
+  model->to(device);
+  return model;
+}
+
+}  // namespace detkit::modeling

@@ -1,0 +1,29 @@
+#pragma once
+// The data/model contract: what a loader hands a model (ModelInput, Detectron2's dataset dict
+// after mapping) and what a model hands back in training (the loss dict) — plain data, so data/
+// and engine/ need no model header.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "detkit/structures/instances.h"
+
+namespace detkit::structures {
+
+/// One image as the model takes it.
+struct ModelInput {
+  at::Tensor image;               // (C, H, W) float, in INPUT.FORMAT channel order, 0..255, resized
+  int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
+  std::optional<Instances> instances;  // training targets, in the resized frame
+};
+
+/// Training losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...); the trainer sums them.
+using LossDict = std::map<std::string, at::Tensor>;
+
+/// Feature maps by name ("res2".."res5", "p2".."p6").
+using FeatureMap = std::map<std::string, at::Tensor>;
+
+}  // namespace detkit::structures

@@ -1,0 +1,161 @@
+// The seams of training: a second meta-architecture registered by name trains with the unchanged
+// Trainer, a phase is replaced by overriding it, and an exception inside a step (a TORCH_CHECK of
+// an op included) reaches the caller with the iteration named.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/nn/modules/linear.h>
+
+#include "detkit/config/defaults.h"
+#include "detkit/engine/trainer.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
+#include "detkit/solver/build.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::engine {
+namespace {
+
+// A toy "detector": one linear layer from the image's channel means to a score, trained towards
+// the number of ground-truth boxes. Enough to prove the trainer needs nothing of R-CNN.
+class ToyDetector : public modeling::MetaArch {
+ public:
+  ToyDetector() : fc_(register_module("fc", torch::nn::Linear(3, 1))) {}
+
+  structures::LossDict losses(const std::vector<structures::ModelInput>& batch) override {
+    at::Tensor loss = at::zeros({});
+    for (const auto& input : batch) {
+      TORCH_CHECK(input.image.dim() == 3, "ToyDetector: image must be (C, H, W), got ",
+                  input.image.sizes());
+      const at::Tensor score = fc_->forward(input.image.mean({1, 2}).unsqueeze(0)).squeeze();
+      loss = loss + (score - static_cast<double>(input.instances->size())).pow(2);
+    }
+    return {{"loss_toy", loss / static_cast<double>(batch.size())}};
+  }
+  std::vector<structures::Instances> inference(
+      const std::vector<structures::ModelInput>& batch) override {
+    std::vector<structures::Instances> out;
+    for (const auto& input : batch) out.emplace_back(input.height, input.width);
+    return out;
+  }
+
+ private:
+  torch::nn::Linear fc_;
+};
+
+DETKIT_REGISTER_META_ARCH(ToyDetector,
+                          [](const config::CfgNode&) { return std::make_shared<ToyDetector>(); });
+
+config::CfgNode toy_config() {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "ToyDetector", "SOLVER.BASE_LR", "0.1"});
+  return cfg;
+}
+
+structures::ModelInput toy_input(int64_t boxes) {
+  structures::ModelInput input;
+  input.image = at::rand({3, 8, 8});
+  input.height = input.width = 8;
+  input.instances = structures::Instances(8, 8);
+  input.instances->set("gt_boxes", structures::Boxes(at::zeros({boxes, 4})));
+  return input;
+}
+
+TEST(TrainerSeams, ASecondMetaArchitectureTrainsThroughTheRegistry) {
+  const config::CfgNode cfg = toy_config();
+  std::shared_ptr<modeling::MetaArch> model = modeling::build_model(cfg);
+  ASSERT_NE(dynamic_cast<ToyDetector*>(model.get()), nullptr);
+  EXPECT_TRUE(model->device().is_cpu());
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  const at::Tensor before = model->named_parameters()["fc.weight"].detach().clone();
+  Trainer trainer(
+      model, *optimizer,
+      [] {
+        return std::vector{toy_input(2), toy_input(3)};
+      },
+      1);
+  trainer.train(0, 1);
+  EXPECT_TRUE(trainer.storage().has("loss_toy"));
+  EXPECT_TRUE(trainer.storage().has("total_loss"));
+  EXPECT_FALSE(model->named_parameters()["fc.weight"].equal(before));
+}
+
+TEST(TrainerSeams, UnknownMetaArchitectureListsTheRegisteredOnes) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "ToyDetectr"});
+  try {
+    modeling::build_model(cfg);
+    ADD_FAILURE() << "built an unknown meta architecture";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("MODEL.META_ARCHITECTURE"), std::string::npos) << message;
+    EXPECT_NE(message.find("GeneralizedRCNN"), std::string::npos) << message;
+    EXPECT_NE(message.find("did you mean 'ToyDetector'"), std::string::npos) << message;
+  }
+}
+
+// A trainer variant replaces one phase (as mixed precision does when it skips a step).
+class SkipEveryStep : public Trainer {
+ public:
+  using Trainer::Trainer;
+  int skipped = 0;
+
+ protected:
+  void optimizer_step() override { ++skipped; }
+};
+
+TEST(TrainerSeams, APhaseIsReplacedByOverridingIt) {
+  const config::CfgNode cfg = toy_config();
+  auto model = modeling::build_model(cfg);
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  const at::Tensor before = model->named_parameters()["fc.weight"].detach().clone();
+  SkipEveryStep trainer(
+      model, *optimizer, [] { return std::vector{toy_input(1)}; }, 1);
+  trainer.train(0, 3);
+  EXPECT_EQ(trainer.skipped, 3);
+  EXPECT_TRUE(model->named_parameters()["fc.weight"].equal(before));
+  EXPECT_TRUE(model->named_parameters()["fc.weight"].grad().defined());  // backward still ran
+}
+
+TEST(TrainerSeams, AnOpErrorInsideAStepNamesTheIteration) {
+  const config::CfgNode cfg = toy_config();
+  auto model = modeling::build_model(cfg);
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  int64_t calls = 0;
+  Trainer trainer(
+      model, *optimizer,
+      [&calls] {
+        auto input = toy_input(1);
+        if (calls++ == 2) input.image = at::rand({3, 8});  // iteration 2 gets a bad image
+        return std::vector{input};
+      },
+      1);
+  try {
+    trainer.train(0, 5);
+    ADD_FAILURE() << "the bad image was accepted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    std::cout << "[ trainer ] " << message << "\n";
+    EXPECT_EQ(message.rfind("iteration 2: ToyDetector: image must be (C, H, W), got [3, 8]", 0), 0u)
+        << message;
+    EXPECT_EQ(message.find("Exception raised from"), std::string::npos) << message;  // no backtrace
+  }
+}
+
+TEST(TrainerSeams, CudaInACpuBuildIsAnErrorNamingTheKey) {
+  for (const char* device : {"cuda", "cuda:3", "tpu", "gpu"}) {
+    config::CfgNode cfg = toy_config();
+    cfg.merge_from_list({"MODEL.DEVICE", device});
+    try {
+      modeling::build_model(cfg);
+      if (std::string(device).rfind("cuda", 0) == 0 && torch::cuda::is_available()) continue;
+      ADD_FAILURE() << "built on " << device;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("MODEL.DEVICE '" + std::string(device) + "'"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("this build: "), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace detkit::engine
