@@ -1,7 +1,7 @@
 // detkit infer --config-file X --weights W --input a.jpg b.jpg ... --output DIR [--confidence C]:
-// Detectron2's demo.py without a window. Each image is resized as the test mapper does, run
-// through the model, and its detections scoring >= C are drawn (boxes, class names, scores,
-// translucent masks) into DIR/<stem>.png and listed in DIR/<stem>.json.
+// Detectron2's demo.py without a window, on DefaultPredictor: each image is resized as the test
+// mapper does and run through the model, and its detections scoring >= C are drawn (boxes, class
+// names, scores, translucent masks) into DIR/<stem>.png and listed in DIR/<stem>.json.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -14,13 +14,11 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "detkit/checkpoint/checkpointer.h"
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
-#include "detkit/data/dataset_mapper.h"
 #include "detkit/data/image_io.h"
+#include "detkit/engine/predictor.h"
 #include "detkit/evaluation/visualizer.h"
-#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 
@@ -66,21 +64,6 @@ ClassNames class_names_from_config(const config::CfgNode& cfg) {
                  e.what());
     return {};
   }
-}
-
-// The model's input for a BGR image: the test-time augmentations (ResizeShortestEdge from
-// INPUT.MIN_SIZE_TEST / MAX_SIZE_TEST) in INPUT.FORMAT channel order, as the test mapper makes.
-structures::ModelInput test_input(const cv::Mat& bgr, const data::DatasetMapperOptions& mapper) {
-  data::SampleRng rng(0, 0);  // test-time augmentations draw nothing
-  data::TransformList transforms =
-      data::apply_augmentations(mapper.augmentations, bgr.rows, bgr.cols, rng);
-  cv::Mat image = bgr;
-  if (mapper.image_format == "RGB") cv::cvtColor(bgr, image, cv::COLOR_BGR2RGB);
-  structures::ModelInput input;
-  input.image = data::image_to_tensor(transforms.apply_image(image));
-  input.height = bgr.rows;
-  input.width = bgr.cols;
-  return input;
 }
 
 double round_to(double value, double step) { return std::round(value / step) * step; }
@@ -151,15 +134,11 @@ CommandRunner add_infer_command(CLI::App& app) {
     overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights});
     const config::CfgNode cfg = load_config(o->config_file, overrides);
     const ClassNames classes = class_names_from_config(cfg);
-    const auto mapper = data::dataset_mapper_options_from_config(cfg, /*is_train=*/false);
-    auto model = modeling::build_model(cfg);
-    checkpoint::Checkpointer(model, "", /*save_to_disk=*/false).resume_or_load(o->weights, false);
-    model->eval();
-    at::InferenceMode inference_mode;
+    engine::DefaultPredictor predictor(cfg);
     fs::create_directories(o->output);
     for (const auto& path : o->inputs) {
       const cv::Mat bgr = data::read_image(path, "BGR");
-      const structures::Instances predictions = model->inference({test_input(bgr, mapper)}).at(0);
+      const structures::Instances predictions = predictor(bgr);
       const structures::Instances kept =
           predictions.index(predictions.tensor("scores").ge(o->confidence));
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();

@@ -31,6 +31,7 @@ class GeneralizedRCNN : public MetaArch {
   std::vector<structures::Instances> inference(const std::vector<ModelInput>& batch) override;
   /// Moves parameters, buffers and the pixel mean/std (not in the state dict) to `device`.
   void to(torch::Device device, bool non_blocking = false) override;
+  using MetaArch::to;  // the dtype overloads
 
   structures::ImageList preprocess_image(const std::vector<ModelInput>& batch) const;
   const std::shared_ptr<Backbone>& backbone() const { return backbone_; }
