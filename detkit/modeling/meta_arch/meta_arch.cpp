@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include "detkit/config/unimplemented.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -38,6 +39,7 @@ c10::Device model_device(const config::CfgNode& cfg) {
 }
 
 std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
+  config::check_implemented(cfg);
   const c10::Device device = model_device(cfg);
   auto model = meta_arch_registry().get(cfg.get_string("MODEL.META_ARCHITECTURE"))(cfg);
   model->to(device);

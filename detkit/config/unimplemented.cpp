@@ -1,0 +1,29 @@
+#include "detkit/config/unimplemented.h"
+
+#include "detkit/config/defaults.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::config {
+
+const std::vector<UnimplementedKey>& unimplemented_keys() {
+  static const std::vector<UnimplementedKey> keys = {
+      {"SOLVER.AMP.ENABLED", "mixed-precision training"},
+      {"TEST.AUG.ENABLED", "test-time augmentation"},
+      {"TEST.PRECISE_BN.ENABLED", "precise BatchNorm statistics before evaluation"},
+      {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "deformable convolutions"},
+      {"MODEL.ROI_BOX_HEAD.TRAIN_ON_PRED_BOXES", "training the mask head on predicted boxes"},
+  };
+  return keys;
+}
+
+void check_implemented(const CfgNode& cfg) {
+  static const CfgNode defaults = get_cfg();
+  for (const auto& [key, feature] : unimplemented_keys()) {
+    const CfgValue& value = cfg.get(key);
+    if (value != defaults.get(key))
+      throw Error(key + " is " + value.repr() + ", but detkit does not implement " + feature +
+                  " yet; leave it at Detectron2's default " + defaults.get(key).repr());
+  }
+}
+
+}  // namespace detkit::config
