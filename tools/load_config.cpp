@@ -15,7 +15,7 @@ config::CfgNode load_config(const std::string& config_file,
 
 void accept_overrides(CLI::App* cmd, const std::string& help) {
   cmd->allow_extras();
-  cmd->description(cmd->get_description() + "\n  [KEY VALUE ...]: config overrides, " + help);
+  cmd->description(cmd->get_description() + "\n  Trailing arguments: " + help);
 }
 
 std::vector<std::string> overrides_of(const CLI::App& cmd) {
