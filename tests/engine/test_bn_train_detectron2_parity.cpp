@@ -123,10 +123,7 @@ void check_sequence(const std::string& sequence) {
   }
   auto scheduler = solver::build_lr_scheduler(cfg, *optimizer);
 
-  std::vector<std::string> grad_names = meta["recorded_gradients"];
-  for (const std::string& p : meta["replay_parameters"]) grad_names.push_back(p);
-  std::sort(grad_names.begin(), grad_names.end());
-  grad_names.erase(std::unique(grad_names.begin(), grad_names.end()), grad_names.end());
+  const std::vector<std::string> grad_names = meta["recorded_gradients"];
 
   std::vector<StepRecord> steps;
   TensorDict after0;
