@@ -9,7 +9,7 @@
 #include "detkit/data/catalog.h"
 #include "detkit/data/shapes.h"
 #include "detkit/engine/hooks.h"
-#include "detkit/engine/trainer_state.h"
+#include "detkit/solver/state_ivalue.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -86,9 +86,9 @@ void DefaultTrainer::resume_or_load(bool resume) {
   if (!loaded.resumed) return;
   const auto& state = loaded.state;
   if (state.count("optimizer"))
-    optimizer_->load_state_dict(optimizer_state_from_ivalue(state.at("optimizer")));
+    optimizer_->load_state(state.at("optimizer"));
   if (state.count("scheduler"))
-    scheduler_->load_state_dict(scheduler_state_from_ivalue(state.at("scheduler")));
+    scheduler_->load_state_dict(solver::scheduler_state_from_ivalue(state.at("scheduler")));
   start_iter_ = loaded.iteration() + 1;
   spdlog::info("Resuming from {} at iteration {}", loaded.path, start_iter_);
 }

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "detkit/engine/trainer_state.h"
+#include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {
@@ -48,18 +48,20 @@ void IterationTimer::after_train(Trainer& t) {
 }
 
 void LRSchedulerHook::after_step(Trainer& t) {
-  const auto& groups = t.optimizer().param_groups();
+  // Detectron2's LRScheduler hook: the lr of the group with the most parameters.
+  const solver::Optimizer& opt = t.optimizer();
   size_t best = 0;
-  for (size_t g = 1; g < groups.size(); ++g)
-    if (groups[g].params.size() > groups[best].params.size()) best = g;
-  t.storage().put_scalar("lr", groups.empty() ? 0.0 : groups[best].lr, /*smoothing_hint=*/false);
+  for (size_t g = 1; g < opt.num_groups(); ++g)
+    if (opt.group(g).params.size() > opt.group(best).params.size()) best = g;
+  t.storage().put_scalar("lr", opt.num_groups() == 0 ? 0.0 : opt.group(best).lr,
+                         /*smoothing_hint=*/false);
   scheduler_.step();
 }
 
 void PeriodicCheckpointerHook::after_step(Trainer& t) {
   checkpoint::CheckpointState state;
-  state["optimizer"] = optimizer_state_to_ivalue(t.optimizer().state_dict());
-  state["scheduler"] = scheduler_state_to_ivalue(scheduler_.state_dict());
+  state["optimizer"] = t.optimizer().state();
+  state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler_.state_dict());
   checkpointer_.step(t.iter(), state);
 }
 

@@ -28,13 +28,14 @@ Error stopped_at(int64_t iter, const std::string& what) {
 }
 }  // namespace
 
-Trainer::Trainer(std::shared_ptr<modeling::MetaArch> model, solver::SGD& optimizer,
+Trainer::Trainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer,
                  BatchSource data, uint64_t seed)
     : model_(std::move(model)), optimizer_(optimizer), data_(std::move(data)), seed_(seed) {}
 
 void Trainer::train(int64_t start_iter, int64_t max_iter) {
   start_iter_ = iter_ = start_iter;
   max_iter_ = max_iter;
+  skipped_steps_ = 0;
   storage_.set_iter(start_iter);
   spdlog::info("Starting training from iteration {}", start_iter);
   model_->train();
@@ -106,6 +107,8 @@ void Trainer::backward(const at::Tensor& total) {
   total.backward();
 }
 
-void Trainer::optimizer_step() { optimizer_.step(); }
+void Trainer::optimizer_step() {
+  if (!optimizer_.step()) ++skipped_steps_;
+}
 
 }  // namespace detkit::engine

@@ -19,7 +19,7 @@
 
 #include "detkit/engine/event_storage.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
-#include "detkit/solver/sgd.h"
+#include "detkit/solver/optimizer.h"
 
 namespace detkit::engine {
 
@@ -38,8 +38,8 @@ using BatchSource = std::function<std::vector<structures::ModelInput>()>;
 
 class Trainer {
  public:
-  Trainer(std::shared_ptr<modeling::MetaArch> model, solver::SGD& optimizer, BatchSource data,
-          uint64_t seed);
+  Trainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer,
+          BatchSource data, uint64_t seed);
   virtual ~Trainer() = default;
 
   void register_hook(std::shared_ptr<HookBase> hook) { hooks_.push_back(std::move(hook)); }
@@ -54,7 +54,9 @@ class Trainer {
   EventStorage& storage() { return storage_; }
   modeling::MetaArch& model() { return *model_; }
   const std::shared_ptr<modeling::MetaArch>& model_ptr() const { return model_; }
-  solver::SGD& optimizer() { return optimizer_; }
+  solver::Optimizer& optimizer() { return optimizer_; }
+  /// Steps the optimizer skipped so far in this train() (a loss scaler's overflow steps).
+  int64_t skipped_steps() const { return skipped_steps_; }
 
  protected:
   /// The next batch; records "data_time".
@@ -68,17 +70,17 @@ class Trainer {
   virtual void backward(const at::Tensor& total);
   /// Where data-parallel training averages gradients across ranks; nothing in one process.
   virtual void synchronize_gradients() {}
-  /// Applies the gradients.
+  /// Applies the gradients; a step the optimizer skips is counted (skipped_steps()).
   virtual void optimizer_step();
 
  private:
   std::shared_ptr<modeling::MetaArch> model_;
-  solver::SGD& optimizer_;
+  solver::Optimizer& optimizer_;
   BatchSource data_;
   uint64_t seed_;
   std::vector<std::shared_ptr<HookBase>> hooks_;
   EventStorage storage_;
-  int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0;
+  int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
 };
 
 /// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals).

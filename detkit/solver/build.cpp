@@ -108,7 +108,8 @@ ParamSchedulerPtr build_lr_multiplier(const config::CfgNode& cfg) {
                                      rescale);
 }
 
-std::unique_ptr<LRMultiplier> build_lr_scheduler(const config::CfgNode& cfg, SGD& optimizer) {
+std::unique_ptr<LRMultiplier> build_lr_scheduler(const config::CfgNode& cfg,
+                                                 Optimizer& optimizer) {
   return std::make_unique<LRMultiplier>(optimizer, build_lr_multiplier(cfg),
                                         cfg.get_int("SOLVER.MAX_ITER"));
 }

@@ -31,6 +31,7 @@ std::unique_ptr<SGD> build_optimizer(const config::CfgNode& cfg, const torch::nn
 ParamSchedulerPtr build_lr_multiplier(const config::CfgNode& cfg);
 
 /// LRMultiplier(optimizer, build_lr_multiplier(cfg), SOLVER.MAX_ITER).
-std::unique_ptr<LRMultiplier> build_lr_scheduler(const config::CfgNode& cfg, SGD& optimizer);
+std::unique_ptr<LRMultiplier> build_lr_scheduler(const config::CfgNode& cfg,
+                                                 Optimizer& optimizer);
 
 }  // namespace detkit::solver

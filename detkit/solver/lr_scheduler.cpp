@@ -4,7 +4,7 @@
 
 namespace detkit::solver {
 
-LRMultiplier::LRMultiplier(SGD& optimizer, ParamSchedulerPtr multiplier, int64_t max_iter,
+LRMultiplier::LRMultiplier(Optimizer& optimizer, ParamSchedulerPtr multiplier, int64_t max_iter,
                            int64_t last_iter)
     : optimizer_(&optimizer),
       multiplier_(std::move(multiplier)),
@@ -14,8 +14,8 @@ LRMultiplier::LRMultiplier(SGD& optimizer, ParamSchedulerPtr multiplier, int64_t
   if (max_iter_ <= 0) {
     throw Error("SOLVER.MAX_ITER must be positive, got " + std::to_string(max_iter_));
   }
-  for (size_t g = 0; g < optimizer_->param_groups().size(); ++g) {
-    SGDParamGroup& group = optimizer_->param_groups()[g];
+  for (size_t g = 0; g < optimizer_->num_groups(); ++g) {
+    OptimizerGroup& group = optimizer_->group(g);
     if (last_iter == -1) {
       if (!group.initial_lr) group.initial_lr = group.lr;
     } else if (!group.initial_lr) {
@@ -41,9 +41,9 @@ std::vector<double> LRMultiplier::get_lr() const {
 }
 
 void LRMultiplier::load_state_dict(const LRSchedulerState& state) {
-  if (state.base_lrs.size() != optimizer_->param_groups().size()) {
+  if (state.base_lrs.size() != optimizer_->num_groups()) {
     throw Error("LR scheduler state has " + std::to_string(state.base_lrs.size()) +
-                " base_lrs, the optimizer " + std::to_string(optimizer_->param_groups().size()) +
+                " base_lrs, the optimizer " + std::to_string(optimizer_->num_groups()) +
                 " parameter groups");
   }
   base_lrs_ = state.base_lrs;
@@ -52,8 +52,7 @@ void LRMultiplier::load_state_dict(const LRSchedulerState& state) {
 }
 
 void LRMultiplier::apply(const std::vector<double>& lrs) {
-  auto& groups = optimizer_->param_groups();
-  for (size_t g = 0; g < groups.size(); ++g) groups[g].lr = lrs[g];
+  for (size_t g = 0; g < optimizer_->num_groups(); ++g) optimizer_->group(g).lr = lrs[g];
   last_lr_ = lrs;
 }
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "detkit/solver/param_scheduler.h"
-#include "detkit/solver/sgd.h"
+#include "detkit/solver/optimizer.h"
 
 namespace detkit::solver {
 
@@ -21,7 +21,7 @@ class LRMultiplier {
   /// With last_iter == -1, records each group's lr as its initial_lr (unless already set) and
   /// steps to iteration 0; otherwise every group must carry an initial_lr (PyTorch's rule) and
   /// the scheduler steps to last_iter + 1. `optimizer` must outlive this scheduler.
-  LRMultiplier(SGD& optimizer, ParamSchedulerPtr multiplier, int64_t max_iter,
+  LRMultiplier(Optimizer& optimizer, ParamSchedulerPtr multiplier, int64_t max_iter,
                int64_t last_iter = -1);
 
   /// Advances one iteration and sets every group's lr to get_lr().
@@ -44,7 +44,7 @@ class LRMultiplier {
  private:
   void apply(const std::vector<double>& lrs);
 
-  SGD* optimizer_;
+  Optimizer* optimizer_;
   ParamSchedulerPtr multiplier_;
   int64_t max_iter_;
   int64_t last_epoch_;

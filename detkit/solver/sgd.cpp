@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::solver {
@@ -53,7 +54,7 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults) : defaults_
   }
 }
 
-void SGD::step() {
+bool SGD::step() {
   at::NoGradGuard no_grad;
   if (clipper_) {
     for (const SGDParamGroup& group : groups_) {
@@ -78,6 +79,7 @@ void SGD::step() {
       p.add_(d_p, -group.lr);
     }
   }
+  return true;
 }
 
 void SGD::zero_grad(bool set_to_none) {
@@ -105,6 +107,12 @@ std::vector<std::string> SGD::param_names() const {
     names.insert(names.end(), group.names.begin(), group.names.end());
   }
   return names;
+}
+
+c10::IValue SGD::state() const { return optimizer_state_to_ivalue(state_dict()); }
+
+void SGD::load_state(const c10::IValue& state) {
+  load_state_dict(optimizer_state_from_ivalue(state));
 }
 
 SGDState SGD::state_dict() const {

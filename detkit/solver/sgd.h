@@ -7,7 +7,7 @@
 //   p = p - lr * g
 // Optional per-parameter gradient clipping before each step, as Detectron2's
 // maybe_add_gradient_clipping. State (momentum buffers, group hyper-parameters) round-trips
-// through SGDState, laid out as PyTorch's optimizer.state_dict().
+// through SGDState, laid out as PyTorch's optimizer.state_dict(). Implements Optimizer.
 #include <torch/arg.h>
 
 #include <optional>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "detkit/solver/grad_clip.h"
+#include "detkit/solver/optimizer.h"
 #include "detkit/solver/param_groups.h"
 #include "detkit/solver/sgd_state.h"
 
@@ -31,19 +32,14 @@ struct SGDOptions {
 };
 
 /// One parameter group with its resolved hyper-parameters (PyTorch's param_groups[i]).
-struct SGDParamGroup {
-  std::vector<at::Tensor> params;
-  std::vector<std::string> names;  // state-dict names, parallel to params
-  double lr = 0;
+struct SGDParamGroup : OptimizerGroup {
   double momentum = 0;
   double dampening = 0;
-  double weight_decay = 0;
   bool nesterov = false;
-  std::optional<double> initial_lr;          // set by the LR scheduler, as PyTorch's "initial_lr"
   std::vector<at::Tensor> momentum_buffers;  // parallel to params; undefined until first used
 };
 
-class SGD {
+class SGD : public Optimizer {
  public:
   /// Throws detkit::Error for a negative lr, momentum or weight decay, or for nesterov without
   /// positive momentum and zero dampening (PyTorch's checks).
@@ -54,10 +50,16 @@ class SGD {
   /// Runs `clipper` on every parameter (with or without a gradient) before each step.
   void set_gradient_clipper(GradientClipper clipper) { clipper_ = std::move(clipper); }
 
-  /// One update of every parameter that has a gradient.
-  void step();
+  /// One update of every parameter that has a gradient; never skips (returns true).
+  bool step() override;
   /// PyTorch 1.13's zero_grad(): zeroes existing gradients in place (or drops them).
-  void zero_grad(bool set_to_none = false);
+  void zero_grad(bool set_to_none = false) override;
+
+  size_t num_groups() const override { return groups_.size(); }
+  OptimizerGroup& group(size_t g) override { return groups_.at(g); }
+  /// optimizer_state_to_ivalue(state_dict()) / load_state_dict(optimizer_state_from_ivalue(...)).
+  c10::IValue state() const override;
+  void load_state(const c10::IValue& state) override;
 
   std::vector<SGDParamGroup>& param_groups() { return groups_; }
   const std::vector<SGDParamGroup>& param_groups() const { return groups_; }

@@ -39,7 +39,7 @@ class Recorder : public HookBase {
     StepRecord r;
     for (const auto& name : t.storage().names())
       if (name.rfind("loss_", 0) == 0) r.losses[name] = t.storage().latest(name).first;
-    for (const auto& g : t.optimizer().param_groups()) r.lrs.push_back(g.lr);
+    for (size_t g = 0; g < t.optimizer().num_groups(); ++g) r.lrs.push_back(t.optimizer().group(g).lr);
     auto params = t.model().named_parameters();
     for (const auto& item : params) {
       const at::Tensor& grad = item.value().grad();

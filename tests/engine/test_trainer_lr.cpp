@@ -12,8 +12,8 @@
 #include "detkit/data/loader.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
-#include "detkit/engine/trainer_state.h"
 #include "detkit/solver/build.h"
+#include "detkit/solver/state_ivalue.h"
 #include "tests/support/tiny_shapes.h"
 
 namespace detkit::engine {
@@ -36,13 +36,13 @@ class AppliedLrProbe : public HookBase {
   explicit AppliedLrProbe(Applied& out) : out_(out) {}
   void before_step(Trainer& t) override {
     before_.clear();
-    for (const auto& group : t.optimizer().param_groups())
-      for (const auto& p : group.params) before_.push_back(p.detach().clone());
+    for (const auto& p : t.optimizer().parameters()) before_.push_back(p.detach().clone());
   }
   void after_step(Trainer& t) override {
     std::vector<double> lrs;
     size_t i = 0;
-    for (const auto& group : t.optimizer().param_groups()) {
+    for (size_t g = 0; g < t.optimizer().num_groups(); ++g) {
+      const solver::OptimizerGroup& group = t.optimizer().group(g);
       lrs.push_back(group.lr);
       for (const auto& p : group.params) {
         const at::Tensor& before = before_[i++];
@@ -187,13 +187,13 @@ TEST(TrainerLr, ResumedRunAppliesTheSameLrs) {
   TrainingRun first = build_run(cfg);
   train(first, batch, 0, stop);
   const auto weights = checkpoint::state_dict(*first.model);
-  const c10::IValue optimizer_state = optimizer_state_to_ivalue(first.optimizer->state_dict());
-  const c10::IValue scheduler_state = scheduler_state_to_ivalue(first.scheduler->state_dict());
+  const c10::IValue optimizer_state = first.optimizer->state();
+  const c10::IValue scheduler_state = solver::scheduler_state_to_ivalue(first.scheduler->state_dict());
 
   TrainingRun resumed = build_run(cfg);
   ASSERT_TRUE(checkpoint::load_state_dict(*resumed.model, weights).complete());
-  resumed.optimizer->load_state_dict(optimizer_state_from_ivalue(optimizer_state));
-  resumed.scheduler->load_state_dict(scheduler_state_from_ivalue(scheduler_state));
+  resumed.optimizer->load_state(optimizer_state);
+  resumed.scheduler->load_state_dict(solver::scheduler_state_from_ivalue(scheduler_state));
   const Applied rest = train(resumed, batch, stop, kMaxIter);
 
   ASSERT_EQ(rest.lrs.size(), static_cast<size_t>(kMaxIter - stop));

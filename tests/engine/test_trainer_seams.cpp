@@ -6,6 +6,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "detkit/config/defaults.h"
+#include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
@@ -113,6 +114,67 @@ TEST(TrainerSeams, APhaseIsReplacedByOverridingIt) {
   EXPECT_EQ(trainer.skipped, 3);
   EXPECT_TRUE(model->named_parameters()["fc.weight"].equal(before));
   EXPECT_TRUE(model->named_parameters()["fc.weight"].grad().defined());  // backward still ran
+}
+
+// The optimizer seam: a wrapper that decides whether each step happens (as a loss scaler skips
+// a step on inf/NaN gradients), with the trainer, the LR schedule and the checkpoint state
+// working through the interface.
+class SkipOddSteps : public solver::Optimizer {
+ public:
+  explicit SkipOddSteps(solver::Optimizer& inner) : inner_(inner) {}
+  bool step() override { return calls_++ % 2 == 0 ? inner_.step() : false; }
+  void zero_grad(bool set_to_none) override { inner_.zero_grad(set_to_none); }
+  size_t num_groups() const override { return inner_.num_groups(); }
+  solver::OptimizerGroup& group(size_t g) override { return inner_.group(g); }
+  c10::IValue state() const override { return inner_.state(); }
+  void load_state(const c10::IValue& state) override { inner_.load_state(state); }
+
+ private:
+  solver::Optimizer& inner_;
+  int64_t calls_ = 0;
+};
+
+class WeightsAfterEachStep : public HookBase {
+ public:
+  explicit WeightsAfterEachStep(std::vector<at::Tensor>& out) : out_(out) {}
+  void after_step(Trainer& t) override {
+    out_.push_back(t.model().named_parameters()["fc.weight"].detach().clone());
+  }
+
+ private:
+  std::vector<at::Tensor>& out_;
+};
+
+TEST(TrainerSeams, AnOptimizerMaySkipAStep) {
+  config::CfgNode cfg = toy_config();
+  cfg.merge_from_list({"SOLVER.MAX_ITER", "4", "SOLVER.WARMUP_ITERS", "0", "SOLVER.STEPS", "(2,)"});
+  auto model = modeling::build_model(cfg);
+  auto sgd = solver::build_optimizer(cfg, *model);
+  SkipOddSteps optimizer(*sgd);
+  auto scheduler = solver::build_lr_scheduler(cfg, optimizer);
+  const at::Tensor initial = model->named_parameters()["fc.weight"].detach().clone();
+  std::vector<at::Tensor> weights;
+  std::vector<double> lrs;
+  Trainer trainer(
+      model, optimizer, [] { return std::vector{toy_input(1)}; }, 1);
+  trainer.register_hook(std::make_shared<WeightsAfterEachStep>(weights));
+  trainer.register_hook(std::make_shared<LRSchedulerHook>(*scheduler));
+  trainer.train(0, 4);
+
+  EXPECT_EQ(trainer.skipped_steps(), 2);
+  ASSERT_EQ(weights.size(), 4u);
+  EXPECT_FALSE(weights[0].equal(initial));
+  EXPECT_TRUE(weights[1].equal(weights[0]));  // skipped: nothing moved
+  EXPECT_FALSE(weights[2].equal(weights[1]));
+  EXPECT_TRUE(weights[3].equal(weights[2]));
+  // The schedule runs on iterations, skipped or not (as Detectron2's with AMP).
+  EXPECT_DOUBLE_EQ(optimizer.group(0).lr, 0.1 * 0.1);
+  EXPECT_EQ(trainer.storage().latest("lr").first, 0.1 * 0.1);
+  // The checkpoint entry of the wrapped SGD round-trips through the interface.
+  const c10::IValue state = optimizer.state();
+  auto fresh = solver::build_optimizer(cfg, *modeling::build_model(cfg));
+  fresh->load_state(state);
+  EXPECT_DOUBLE_EQ(fresh->group(0).lr, optimizer.group(0).lr);
 }
 
 TEST(TrainerSeams, AnOpErrorInsideAStepNamesTheIteration) {

@@ -1,14 +1,13 @@
-#include "detkit/engine/trainer_state.h"
+#include "detkit/solver/state_ivalue.h"
 
-#include "detkit/checkpoint/torch_file.h"
 #include "detkit/utils/error.h"
 
-namespace detkit::engine {
+namespace detkit::solver {
 
 namespace {
 using GenericDict = c10::Dict<c10::IValue, c10::IValue>;
 
-GenericDict new_dict() { return checkpoint::make_dict(); }
+GenericDict new_dict() { return GenericDict(c10::AnyType::get(), c10::AnyType::get()); }
 
 const c10::IValue& entry(const GenericDict& d, const std::string& key, const char* where) {
   auto it = d.find(c10::IValue(key));
@@ -29,7 +28,7 @@ GenericDict as_dict(const c10::IValue& v, const char* what) {
 }
 }  // namespace
 
-c10::IValue optimizer_state_to_ivalue(const solver::SGDState& state) {
+c10::IValue optimizer_state_to_ivalue(const SGDState& state) {
   GenericDict per_param = new_dict();
   for (const auto& [index, buffer] : state.momentum_buffers) {
     GenericDict s = new_dict();
@@ -56,9 +55,9 @@ c10::IValue optimizer_state_to_ivalue(const solver::SGDState& state) {
   return out;
 }
 
-solver::SGDState optimizer_state_from_ivalue(const c10::IValue& value) {
+SGDState optimizer_state_from_ivalue(const c10::IValue& value) {
   GenericDict d = as_dict(value, "optimizer");
-  solver::SGDState state;
+  SGDState state;
   for (const auto& item : as_dict(entry(d, "state", "optimizer"), "optimizer.state")) {
     GenericDict s = as_dict(item.value(), "optimizer.state.<i>");
     state.momentum_buffers[item.key().toInt()] =
@@ -68,7 +67,7 @@ solver::SGDState optimizer_state_from_ivalue(const c10::IValue& value) {
   if (!groups.isList()) throw Error("checkpoint entry 'optimizer.param_groups' is not a list");
   for (const auto& gv : groups.toListRef()) {
     GenericDict g = as_dict(gv, "optimizer.param_groups[i]");
-    solver::SGDGroupState group;
+    SGDGroupState group;
     group.lr = number(entry(g, "lr", "param group"), "lr");
     group.momentum = number(entry(g, "momentum", "param group"), "momentum");
     group.dampening = number(entry(g, "dampening", "param group"), "dampening");
@@ -82,7 +81,7 @@ solver::SGDState optimizer_state_from_ivalue(const c10::IValue& value) {
   return state;
 }
 
-c10::IValue scheduler_state_to_ivalue(const solver::LRSchedulerState& state) {
+c10::IValue scheduler_state_to_ivalue(const LRSchedulerState& state) {
   GenericDict d = new_dict();
   c10::impl::GenericList base(c10::AnyType::get());
   for (double lr : state.base_lrs) base.push_back(lr);
@@ -91,13 +90,13 @@ c10::IValue scheduler_state_to_ivalue(const solver::LRSchedulerState& state) {
   return d;
 }
 
-solver::LRSchedulerState scheduler_state_from_ivalue(const c10::IValue& value) {
+LRSchedulerState scheduler_state_from_ivalue(const c10::IValue& value) {
   GenericDict d = as_dict(value, "scheduler");
-  solver::LRSchedulerState state;
+  LRSchedulerState state;
   for (const auto& v : entry(d, "base_lrs", "scheduler").toListRef())
     state.base_lrs.push_back(number(v, "scheduler.base_lrs"));
   state.last_epoch = static_cast<int64_t>(number(entry(d, "last_epoch", "scheduler"), "last_epoch"));
   return state;
 }
 
-}  // namespace detkit::engine
+}  // namespace detkit::solver
