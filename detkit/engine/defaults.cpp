@@ -8,10 +8,11 @@
 
 #include "detkit/data/catalog.h"
 #include "detkit/data/shapes.h"
+#include "detkit/distributed/comm.h"
 #include "detkit/engine/hooks.h"
-#include "detkit/solver/state_ivalue.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/build.h"
+#include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "detkit/utils/logging.h"
@@ -25,15 +26,22 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw Error("OUTPUT_DIR: cannot create '" + out + "': " + ec.message());
-  setup_logging(out + "/log.txt");
-  atomic_write(out + "/config.yaml", cfg.dump());
-  spdlog::info("Full config saved to {}/config.yaml", out);
+  // As Detectron2's default_setup: one log per rank (log.txt on rank 0, log.txt.rank<N> on the
+  // others), the config written by rank 0, the global generator seeded with seed + rank.
+  const int rank = distributed::get_rank();
+  setup_logging(out + "/log.txt" + (rank == 0 ? "" : ".rank" + std::to_string(rank)));
+  spdlog::info("Rank {} of {} (local rank {} of {})", rank, distributed::get_world_size(),
+               distributed::get_local_rank(), distributed::get_local_size());
+  if (distributed::is_main_process()) {
+    atomic_write(out + "/config.yaml", cfg.dump());
+    spdlog::info("Full config saved to {}/config.yaml", out);
+  }
   int64_t seed = cfg.get_int("SEED");
   if (seed < 0) {
     seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
     spdlog::info("SEED is negative: using seed {}", seed);
   }
-  at::manual_seed(static_cast<uint64_t>(seed));
+  at::manual_seed(static_cast<uint64_t>(seed) + static_cast<uint64_t>(rank));
   return static_cast<uint64_t>(seed);
 }
 
@@ -56,6 +64,11 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
+  if (!names.empty() && distributed::get_world_size() > 1)
+    throw Error("rank " + std::to_string(distributed::get_rank()) + ": evaluating DATASETS.TEST on " +
+                std::to_string(distributed::get_world_size()) +
+                " ranks needs the predictions gathered to rank 0, which detkit does not do yet; "
+                "evaluate in one process (detkit train --eval-only)");
   for (const auto& name : names) {
     auto loader = data::build_detection_test_loader(cfg, name);
     std::string out = cfg.get_string("OUTPUT_DIR") + "/inference";
@@ -95,7 +108,8 @@ void DefaultTrainer::resume_or_load(bool resume) {
 
 void DefaultTrainer::train() {
   const int64_t max_iter = cfg_.get_int("SOLVER.MAX_ITER");
-  loader_ = data::build_detection_train_loader(cfg_, /*rank=*/0, /*world_size=*/1, seed_);
+  loader_ = data::build_detection_train_loader(cfg_, distributed::get_rank(),
+                                               distributed::get_world_size(), seed_);
   // The batch stream depends only on the seed: a resumed run replays it to where it stopped.
   for (int64_t i = 0; i < std::min(start_iter_, max_iter); ++i) loader_->next_batch();
   trainer_ = std::make_unique<Trainer>(
@@ -106,13 +120,15 @@ void DefaultTrainer::train() {
   if (!cfg_.get_string_list("DATASETS.TEST").empty())
     trainer_->register_hook(std::make_shared<EvalHook>(
         cfg_.get_int("TEST.EVAL_PERIOD"), [this](Trainer& t) { results_ = test(cfg_, t.model()); }));
-  trainer_->register_hook(
-      std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
+  if (distributed::is_main_process())  // the job's metrics and console lines come from rank 0
+    trainer_->register_hook(
+        std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
   if (start_iter_ >= max_iter) {
     spdlog::info("Training already finished ({} >= SOLVER.MAX_ITER {})", start_iter_, max_iter);
     return;
   }
   trainer_->train(start_iter_, max_iter);
+  distributed::synchronize();  // rank 0's last checkpoint is on disk before any rank returns
 }
 
 }  // namespace detkit::engine

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "detkit/distributed/comm.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
@@ -59,6 +60,7 @@ void LRSchedulerHook::after_step(Trainer& t) {
 }
 
 void PeriodicCheckpointerHook::after_step(Trainer& t) {
+  if (!distributed::is_main_process()) return;  // one copy of the job's checkpoints, rank 0's
   checkpoint::CheckpointState state;
   state["optimizer"] = t.optimizer().state();
   state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler_.state_dict());

@@ -9,13 +9,16 @@
 #include <cmath>
 #include <sstream>
 
+#include "detkit/distributed/comm.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {
 
-uint64_t iteration_seed(uint64_t seed, int64_t iter) {
-  // splitmix64 of (seed, iter): well-mixed, and the same on every run.
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(iter + 1);
+uint64_t iteration_seed(uint64_t seed, int64_t iter, int rank) {
+  // splitmix64 of (seed, iter, rank): well-mixed, the same on every run, rank 0's independent of
+  // the world size (a one-process run repeats exactly what it did before ranks existed).
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(iter + 1) +
+               0xd1b54a32d192ed03ULL * static_cast<uint64_t>(rank);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
@@ -76,7 +79,7 @@ structures::LossDict Trainer::forward(const std::vector<structures::ModelInput>&
   {
     auto gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(iteration_seed(seed_, iter_));
+    gen.set_current_seed(iteration_seed(seed_, iter_, distributed::get_rank()));
   }
   return model_->losses(batch);
 }

@@ -10,7 +10,7 @@
 // Hooks run before/after training and before/after each step (timer, LR schedule, checkpoints,
 // evaluation, writers). Any exception raised inside a step, a TORCH_CHECK of an op included,
 // reaches the caller as a detkit::Error that names the iteration. Randomness inside a step
-// (anchor/proposal sampling) is seeded from (seed, iteration) so a resumed run repeats the
+// (anchor/proposal sampling) is seeded from (seed, iteration, rank) so a resumed run repeats the
 // uninterrupted one exactly.
 #include <functional>
 #include <memory>
@@ -83,7 +83,8 @@ class Trainer {
   int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
 };
 
-/// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals).
-uint64_t iteration_seed(uint64_t seed, int64_t iter);
+/// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals) on
+/// `rank`: ranks sample differently from one another, each the same on every run.
+uint64_t iteration_seed(uint64_t seed, int64_t iter, int rank = 0);
 
 }  // namespace detkit::engine

@@ -1,0 +1,60 @@
+#pragma once
+// Where this process sits in a training job, and what ranks do together (Detectron2's
+// detectron2/utils/comm.py). A process starts as the only rank of a world of one, whose barrier
+// returns at once; launching several processes installs a communicator over a c10d process
+// group. Everything that writes files for the whole job (config.yaml, metrics.json, checkpoints,
+// evaluation results) asks is_main_process(); every rank's randomness that must differ between
+// ranks takes get_rank().
+#include <memory>
+
+namespace detkit::distributed {
+
+/// The rank of this process among all (`rank` of `world_size`) and among the processes on its
+/// machine (`local_rank` of `local_world_size`), as torchrun's RANK / WORLD_SIZE / LOCAL_RANK /
+/// LOCAL_WORLD_SIZE.
+struct Topology {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+};
+
+/// A detkit::Error naming the field when `t` is not a valid place in a job (world size below 1,
+/// a rank outside [0, world size), a local world that does not divide into the world).
+void check_topology(const Topology& t);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual const Topology& topology() const = 0;
+  /// Returns once every rank has called it.
+  virtual void barrier() = 0;
+};
+
+/// The only rank of a world of one: barrier() returns at once.
+class SingleProcess : public Communicator {
+ public:
+  const Topology& topology() const override { return topology_; }
+  void barrier() override {}
+
+ private:
+  Topology topology_;
+};
+
+/// This process's communicator: a SingleProcess until install() sets another.
+Communicator& communicator();
+/// Makes `comm` this process's communicator (its topology checked first, see check_topology) and
+/// returns the previous one, so a caller can put it back. Not thread-safe: call it before
+/// training starts.
+std::shared_ptr<Communicator> install(std::shared_ptr<Communicator> comm);
+
+int get_rank();
+int get_world_size();
+int get_local_rank();
+int get_local_size();
+/// Rank 0: the process that writes what belongs to the whole job.
+bool is_main_process();
+/// A barrier across all ranks; returns at once in a world of one (Detectron2's synchronize).
+void synchronize();
+
+}  // namespace detkit::distributed
