@@ -104,18 +104,36 @@ std::vector<int64_t> DefaultAnchorGeneratorImpl::num_cell_anchors() const {
   return counts;
 }
 
-int64_t DefaultAnchorGeneratorImpl::num_anchors() const {
+int64_t AnchorGenerator::num_anchors() const {
   const std::vector<int64_t> counts = num_cell_anchors();
+  if (counts.empty()) throw Error("anchor generator: no feature maps, so no anchors per location");
   for (int64_t count : counts) {
     if (count != counts.front()) {
-      throw Error(
-          "DefaultAnchorGenerator: each feature map must have the same number of "
-          "anchors per location, got " +
-          std::to_string(counts.front()) + " and " + std::to_string(count));
+      throw Error("anchor generator: each feature map must have the same number of anchors per "
+                  "location (MODEL.ANCHOR_GENERATOR.SIZES x ASPECT_RATIOS), got " +
+                  std::to_string(counts.front()) + " and " + std::to_string(count));
     }
   }
   return counts.front();
 }
+
+Registry<AnchorGeneratorFactory>& anchor_generator_registry() {
+  static Registry<AnchorGeneratorFactory> registry(
+      "anchor generator (MODEL.ANCHOR_GENERATOR.NAME)");
+  return registry;
+}
+
+std::shared_ptr<AnchorGenerator> build_anchor_generator(const config::CfgNode& cfg,
+                                                        const std::vector<int64_t>& strides) {
+  return anchor_generator_registry().get(cfg.get_string("MODEL.ANCHOR_GENERATOR.NAME"))(cfg,
+                                                                                        strides);
+}
+
+DETKIT_REGISTER_ANCHOR_GENERATOR(DefaultAnchorGenerator, [](const config::CfgNode& cfg,
+                                                            const std::vector<int64_t>& strides) {
+  return std::make_shared<DefaultAnchorGeneratorImpl>(
+      default_anchor_generator_options_from_config(cfg, strides));
+});
 
 std::vector<structures::Boxes> DefaultAnchorGeneratorImpl::forward(
     const std::vector<at::Tensor>& features) {

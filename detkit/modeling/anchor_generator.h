@@ -1,16 +1,20 @@
 #pragma once
-// DefaultAnchorGenerator: the anchors of the RPN on every feature map, as Detectron2's
-// detectron2/modeling/anchor_generator.py (no rounding of the cell anchors).
+// Anchor generators, chosen by MODEL.ANCHOR_GENERATOR.NAME (Detectron2's ANCHOR_GENERATOR_REGISTRY):
+// the AnchorGenerator interface its users (the RPN, RetinaNet) hold, and DefaultAnchorGenerator,
+// as Detectron2's detectron2/modeling/anchor_generator.py (no rounding of the cell anchors).
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/structures/boxes.h"
+#include "detkit/utils/registry.h"
 
 namespace detkit::modeling {
 
@@ -45,7 +49,35 @@ DefaultAnchorGeneratorOptions default_anchor_generator_options_from_config(
 at::Tensor generate_cell_anchors(const std::vector<double>& sizes,
                                  const std::vector<double>& aspect_ratios);
 
-class DefaultAnchorGeneratorImpl : public torch::nn::Module {
+/// What the users of anchors see: anchors per feature map, and how many per location.
+class AnchorGenerator : public torch::nn::Module {
+ public:
+  /// features: one map (N, C, Hi, Wi) per feature level the generator was built for.
+  /// Returns per map its (Hi * Wi * A_i, box_dim) anchors.
+  virtual std::vector<structures::Boxes> forward(const std::vector<at::Tensor>& features) = 0;
+  /// A_i: anchors per location on each feature map.
+  virtual std::vector<int64_t> num_cell_anchors() const = 0;
+  /// The anchors per location, which must be the same on every feature map (as the heads
+  /// predict the same number on each); otherwise a detkit::Error.
+  int64_t num_anchors() const;
+  /// Coordinates per anchor: 4 (XYXY); a rotated generator's would be 5.
+  virtual int64_t box_dim() const { return 4; }
+};
+
+/// Builds an anchor generator for feature maps of these strides (in the order the user passes
+/// the maps to forward()).
+using AnchorGeneratorFactory = std::function<std::shared_ptr<AnchorGenerator>(
+    const config::CfgNode& cfg, const std::vector<int64_t>& strides)>;
+Registry<AnchorGeneratorFactory>& anchor_generator_registry();
+
+#define DETKIT_REGISTER_ANCHOR_GENERATOR(name, ...) \
+  DETKIT_REGISTER(::detkit::modeling::anchor_generator_registry(), #name, __VA_ARGS__)
+
+/// The generator MODEL.ANCHOR_GENERATOR.NAME names.
+std::shared_ptr<AnchorGenerator> build_anchor_generator(const config::CfgNode& cfg,
+                                                        const std::vector<int64_t>& strides);
+
+class DefaultAnchorGeneratorImpl : public AnchorGenerator {
  public:
   explicit DefaultAnchorGeneratorImpl(DefaultAnchorGeneratorOptions options);
 
@@ -53,13 +85,9 @@ class DefaultAnchorGeneratorImpl : public torch::nn::Module {
   /// Returns per map the (Hi * Wi * A_i, 4) float32 anchors, location-major (row y, then
   /// column x, then cell anchor): anchor (y * Wi + x) * A_i + a is cell anchor a shifted by
   /// ((x + offset) * stride, (y + offset) * stride).
-  std::vector<structures::Boxes> forward(const std::vector<at::Tensor>& features);
+  std::vector<structures::Boxes> forward(const std::vector<at::Tensor>& features) override;
 
-  /// A_i: anchors per location on each feature map.
-  std::vector<int64_t> num_cell_anchors() const;
-  /// The anchors per location, which must be the same on every feature map (as the RPN head
-  /// predicts the same number on each).
-  int64_t num_anchors() const;
+  std::vector<int64_t> num_cell_anchors() const override;
   /// Each (A_i, 4) float32: the cell anchors of feature map i. Not in the state dict (they are
   /// non-persistent buffers in Detectron2), so plain members that follow the features' device.
   const std::vector<at::Tensor>& cell_anchors() const { return cell_anchors_; }

@@ -74,7 +74,7 @@ std::vector<structures::Instances> find_top_rpn_proposals(
       scores = scores.index({valid});
       levels = levels.index({valid});
     }
-    boxes.clip(height, width);  // in place on this image's slice of the concatenated top-k
+    boxes.clip(height, width);
 
     const at::Tensor nonempty = boxes.nonempty(min_box_size);
     if (!nonempty.all().item<bool>()) {

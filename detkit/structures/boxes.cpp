@@ -25,10 +25,11 @@ at::Tensor Boxes::centers() const {
 
 void Boxes::clip(int64_t height, int64_t width) {
   TORCH_CHECK(at::isfinite(tensor_).all().item<bool>(), "Box tensor contains infinite or NaN!");
-  tensor_.select(1, 0).clamp_(0, width);
-  tensor_.select(1, 1).clamp_(0, height);
-  tensor_.select(1, 2).clamp_(0, width);
-  tensor_.select(1, 3).clamp_(0, height);
+  // Out of place, as Detectron2's: clamping the column views in place fails under autograd
+  // ("a view ... is being modified inplace") when the boxes come from a differentiable op.
+  tensor_ = at::stack({tensor_.select(1, 0).clamp(0, width), tensor_.select(1, 1).clamp(0, height),
+                       tensor_.select(1, 2).clamp(0, width), tensor_.select(1, 3).clamp(0, height)},
+                      /*dim=*/1);
 }
 
 at::Tensor Boxes::nonempty(double threshold) const {

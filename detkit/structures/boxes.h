@@ -19,7 +19,9 @@ class Boxes {
   at::Tensor area() const;
   /// (N, 2) box centres.
   at::Tensor centers() const;
-  /// Clamps every coordinate into the image, in place: x into [0, width], y into [0, height].
+  /// Clamps every coordinate into the image: x into [0, width], y into [0, height]. The Boxes
+  /// takes a new tensor (another holder of the old one keeps the old values), so this works on
+  /// boxes autograd tracks.
   void clip(int64_t height, int64_t width);
   /// (N) bool: width and height both greater than `threshold`.
   at::Tensor nonempty(double threshold = 0.0) const;

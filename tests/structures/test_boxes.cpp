@@ -34,6 +34,21 @@ TEST(Boxes, ClipIntoTheImage) {
   EXPECT_THROW(bad.clip(10, 10), c10::Error);
 }
 
+// Boxes decoded by a differentiable op (a reshape view of a graph node, as the box predictor's
+// per-class boxes) clip with gradients on; clamped coordinates get no gradient.
+TEST(Boxes, ClipWorksOnBoxesAutogradTracks) {
+  const at::Tensor deltas = t({-5, -3, 50, 40, 10, 10, 20, 20}, 2).requires_grad_();
+  Boxes b((deltas * 1.0).reshape({-1, 4}));
+  b.clip(/*height=*/30, /*width=*/40);
+  EXPECT_TRUE(b.tensor().detach().equal(t({0, 0, 40, 30, 10, 10, 20, 20}, 2)));
+  b.tensor().sum().backward();
+  EXPECT_TRUE(deltas.grad().equal(t({0, 0, 0, 0, 1, 1, 1, 1}, 2)));
+  EXPECT_EQ(Boxes(at::zeros({0, 4})).tensor().sizes(), (at::IntArrayRef{0, 4}));
+  Boxes empty(at::zeros({0, 4}));
+  empty.clip(10, 10);
+  EXPECT_EQ(empty.tensor().sizes(), (at::IntArrayRef{0, 4}));
+}
+
 TEST(Boxes, InsideBox) {
   Boxes b(t({-1, 0, 5, 5, 0, 0, 10, 10, 0, 0, 9, 9}, 3));
   EXPECT_TRUE(b.inside_box(10, 10).equal(bools({0, 0, 1})));

@@ -37,7 +37,8 @@ RPNOptions rpn_options_from_config(const config::CfgNode& cfg) {
   return o;
 }
 
-RPN::RPN(const RPNOptions& o, StandardRPNHead head, DefaultAnchorGenerator anchor_generator)
+RPN::RPN(const RPNOptions& o, std::shared_ptr<RPNHead> head,
+         std::shared_ptr<AnchorGenerator> anchor_generator)
     : options_(o),
       head_(register_module("rpn_head", std::move(head))),
       anchor_generator_(register_module("anchor_generator", std::move(anchor_generator))),
@@ -137,13 +138,9 @@ DETKIT_REGISTER_PROPOSAL_GENERATOR(RPN, [](const config::CfgNode& cfg,
                                            const layers::ShapeSpecs& shapes) {
   RPNOptions o = rpn_options_from_config(cfg);
   FeatureLevels levels = feature_levels(shapes, o.in_features, "MODEL.RPN.IN_FEATURES");
-  DefaultAnchorGenerator anchors(default_anchor_generator_options_from_config(cfg, levels.strides));
-  const std::string head_name = cfg.get_string("MODEL.RPN.HEAD_NAME");
-  if (head_name != "StandardRPNHead")
-    throw Error("unknown MODEL.RPN.HEAD_NAME '" + head_name + "'; registered: StandardRPNHead");
-  StandardRPNHead head(StandardRPNHeadOptions(levels.channels, anchors->num_anchors())
-                           .conv_dims(cfg.get_int_list("MODEL.RPN.CONV_DIMS")));
-  return std::make_shared<RPN>(o, head, anchors);
+  auto anchors = build_anchor_generator(cfg, levels.strides);
+  auto head = build_rpn_head(cfg, levels.channels, anchors->num_anchors(), anchors->box_dim());
+  return std::make_shared<RPN>(o, std::move(head), std::move(anchors));
 });
 
 }  // namespace detkit::modeling

@@ -3,6 +3,7 @@
 // anchor labelling (Matcher with low-quality matches, boundary filter, balanced sampling),
 // losses normalised by BATCH_SIZE_PER_IMAGE * images, and proposal selection.
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ RPNOptions rpn_options_from_config(const config::CfgNode& cfg);
 
 class RPN : public ProposalGenerator {
  public:
-  RPN(const RPNOptions& options, StandardRPNHead head, DefaultAnchorGenerator anchor_generator);
+  RPN(const RPNOptions& options, std::shared_ptr<RPNHead> head,
+      std::shared_ptr<AnchorGenerator> anchor_generator);
   ProposalOutput forward(const structures::ImageList& images, const FeatureMap& features,
                          const std::vector<structures::Instances>* gt_instances) override;
 
@@ -49,8 +51,8 @@ class RPN : public ProposalGenerator {
                   const std::vector<at::Tensor>& gt_boxes) const;
 
   RPNOptions options_;
-  StandardRPNHead head_;
-  DefaultAnchorGenerator anchor_generator_;
+  std::shared_ptr<RPNHead> head_;
+  std::shared_ptr<AnchorGenerator> anchor_generator_;
   Matcher matcher_;
   Box2BoxTransform box2box_;
 };

@@ -57,4 +57,22 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> StandardRPNHeadImpl:
   return {logits, deltas};
 }
 
+Registry<RPNHeadFactory>& rpn_head_registry() {
+  static Registry<RPNHeadFactory> registry("RPN head (MODEL.RPN.HEAD_NAME)");
+  return registry;
+}
+
+std::shared_ptr<RPNHead> build_rpn_head(const config::CfgNode& cfg, int64_t in_channels,
+                                        int64_t num_anchors, int64_t box_dim) {
+  return rpn_head_registry().get(cfg.get_string("MODEL.RPN.HEAD_NAME"))(cfg, in_channels,
+                                                                        num_anchors, box_dim);
+}
+
+DETKIT_REGISTER_RPN_HEAD(StandardRPNHead, [](const config::CfgNode& cfg, int64_t in_channels,
+                                             int64_t num_anchors, int64_t box_dim) {
+  return std::make_shared<StandardRPNHeadImpl>(StandardRPNHeadOptions(in_channels, num_anchors)
+                                                   .box_dim(box_dim)
+                                                   .conv_dims(cfg.get_int_list("MODEL.RPN.CONV_DIMS")));
+});
+
 }  // namespace detkit::modeling
