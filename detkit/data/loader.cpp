@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 
 #include "detkit/utils/error.h"
@@ -37,16 +38,53 @@ TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, Datase
         options_.sampler + "'");
   }
   if (options_.aspect_ratio_grouping) grouper_.emplace(options_.batch_size);
-  const uint64_t seed = options_.seed;
-  const uint64_t rank = options_.rank, world_size = options_.world_size;
+  if (options_.start_batch < 0)
+    throw Error("TrainLoader: start batch must not be negative, got " +
+                std::to_string(options_.start_batch));
+  const uint64_t start = fast_forward();
   stream_ = std::make_unique<OrderedMapper>(
       [this] { return sampler_->next(); },
-      [this, seed, rank, world_size](uint64_t k, size_t index) {
-        SampleRng rng(seed, rank + k * world_size);
-        DetectionDataset::Location loc = dataset_->at(index);
-        return mapper_(*loc.dataset, loc.image_index, rng);
-      },
+      [this, start](uint64_t k, size_t index) { return map_sample(start + k, index); },
       options_.num_workers, window(options_.num_workers, options_.batch_size));
+}
+
+structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) {
+  SampleRng rng(options_.seed, options_.rank + position * options_.world_size);
+  DetectionDataset::Location loc = dataset_->at(index);
+  ++samples_mapped_;
+  return mapper_(*loc.dataset, loc.image_index, rng);
+}
+
+uint64_t TrainLoader::fast_forward() {
+  if (options_.start_batch == 0) return 0;
+  // next_batch()'s grouping, on (position, index) pairs and the annotation file's image sizes
+  // (the sizes the mapper puts in ModelInput::height/width and the grouper reads).
+  std::array<std::vector<std::pair<uint64_t, size_t>>, 2> buckets;
+  uint64_t position = 0;
+  for (int64_t batch = 0; batch < options_.start_batch; ++position) {
+    const std::optional<size_t> index = sampler_->next();
+    if (!index) throw Error("TrainLoader: the training sampler ended");
+    int bucket = 0;
+    if (grouper_) {
+      const DetectionDataset::Location loc = dataset_->at(*index);
+      const ImageView image = loc.dataset->image(loc.image_index);
+      bucket = AspectRatioGrouper::bucket_of(image.height, image.width);
+    }
+    buckets[bucket].emplace_back(position, *index);
+    if (buckets[bucket].size() == options_.batch_size) {
+      buckets[bucket].clear();
+      ++batch;
+    }
+  }
+  // Samples drawn before the start but batched after it wait in the grouper, in stream order.
+  std::vector<std::pair<uint64_t, size_t>> waiting = buckets[0];
+  waiting.insert(waiting.end(), buckets[1].begin(), buckets[1].end());
+  std::sort(waiting.begin(), waiting.end());
+  for (const auto& [p, index] : waiting) grouper_->add(map_sample(p, index));
+  spdlog::info("Data loader: starting at batch {}: {} samples drawn and not decoded, apart from "
+               "the {} that belong to later batches",
+               options_.start_batch, position, waiting.size());
+  return position;
 }
 
 std::vector<structures::ModelInput> TrainLoader::next_batch() {
@@ -122,8 +160,10 @@ TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, 
 
 std::unique_ptr<TrainLoader> build_detection_train_loader(const config::CfgNode& cfg, int rank,
                                                           int world_size,
-                                                          std::optional<uint64_t> seed) {
+                                                          std::optional<uint64_t> seed,
+                                                          int64_t start_batch) {
   TrainLoaderOptions options = train_loader_options_from_config(cfg, rank, world_size, seed);
+  options.start_batch = start_batch;
   auto dataset = std::make_shared<const DetectionDataset>(get_detection_dataset(
       cfg.get_string_list("DATASETS.TRAIN"), cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS")));
   return std::make_unique<TrainLoader>(

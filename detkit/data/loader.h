@@ -11,8 +11,12 @@
 // DATALOADER.NUM_WORKERS threads map samples into a bounded window (OrderedMapper); the index
 // stream comes from the sampler and sample k of this rank (stream position
 // rank + k * world_size) draws its augmentations from SampleRng(seed, position). So the batches
-// depend on the seed only: 1 or 4 workers give identical batches. Destroying a loader stops and
-// joins its threads; an exception in a worker is rethrown by next_batch()/next().
+// depend on the seed only: 1 or 4 workers give identical batches. A loader made with
+// start_batch N (a run resumed at iteration N) gives the batches N, N+1, ... of that stream
+// without decoding an image of batches 0..N-1: the sampler is advanced and the aspect-ratio
+// grouping replayed on the annotation file's image sizes. Destroying a loader stops and joins its
+// threads; an exception in a worker is rethrown by next_batch()/next().
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +41,7 @@ struct TrainLoaderOptions {
   std::string sampler = "TrainingSampler";  // or "RepeatFactorTrainingSampler"
   double repeat_threshold = 0.0;            // RepeatFactorTrainingSampler only
   bool repeat_sqrt = true;
+  int64_t start_batch = 0;  // batches already consumed (a resumed run's start iteration)
 };
 
 /// An infinite stream of training batches.
@@ -48,11 +53,19 @@ class TrainLoader {
   std::vector<structures::ModelInput> next_batch();
   const TrainLoaderOptions& options() const { return options_; }
   const DetectionDataset& dataset() const { return *dataset_; }
+  /// Samples this loader has mapped (decoded and augmented) so far, prefetched ones included.
+  uint64_t samples_mapped() const { return samples_mapped_.load(); }
 
  private:
+  /// Consumes options_.start_batch batches from the sampler without mapping; returns this rank's
+  /// stream position after them and adds to the grouper the samples drawn for later batches.
+  uint64_t fast_forward();
+  structures::ModelInput map_sample(uint64_t position, size_t index);
+
   std::shared_ptr<const DetectionDataset> dataset_;
   DatasetMapper mapper_;
   TrainLoaderOptions options_;
+  std::atomic<uint64_t> samples_mapped_{0};
   std::unique_ptr<Sampler> sampler_;
   std::optional<AspectRatioGrouper> grouper_;
   std::unique_ptr<OrderedMapper> stream_;  // last: its threads use the members above
@@ -92,10 +105,10 @@ TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, 
                                                     std::optional<uint64_t> seed = std::nullopt);
 
 /// DATASETS.TRAIN through the catalog (DATALOADER.FILTER_EMPTY_ANNOTATIONS), the training
-/// DatasetMapper, and the options above.
+/// DatasetMapper, and the options above, starting at batch `start_batch`.
 std::unique_ptr<TrainLoader> build_detection_train_loader(
     const config::CfgNode& cfg, int rank = 0, int world_size = 1,
-    std::optional<uint64_t> seed = std::nullopt);
+    std::optional<uint64_t> seed = std::nullopt, int64_t start_batch = 0);
 
 /// `dataset_name` (one of DATASETS.TEST, say) unfiltered, the test-time DatasetMapper,
 /// DATALOADER.NUM_WORKERS threads.

@@ -108,10 +108,11 @@ void DefaultTrainer::resume_or_load(bool resume) {
 
 void DefaultTrainer::train() {
   const int64_t max_iter = cfg_.get_int("SOLVER.MAX_ITER");
+  // The batch stream depends only on the seed: a resumed run starts it where it stopped,
+  // without decoding the images of the iterations already done.
   loader_ = data::build_detection_train_loader(cfg_, distributed::get_rank(),
-                                               distributed::get_world_size(), seed_);
-  // The batch stream depends only on the seed: a resumed run replays it to where it stopped.
-  for (int64_t i = 0; i < std::min(start_iter_, max_iter); ++i) loader_->next_batch();
+                                               distributed::get_world_size(), seed_,
+                                               std::min(start_iter_, max_iter));
   trainer_ = std::make_unique<Trainer>(
       model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
   trainer_->register_hook(std::make_shared<IterationTimer>());

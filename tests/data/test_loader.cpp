@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iostream>
 #include <set>
 
 #include "detkit/config/defaults.h"
@@ -144,6 +146,80 @@ TEST(TrainLoader, WorkerExceptionReachesTheConsumer) {
   }
   EXPECT_NE(message.find("img3.png: image file not found"), std::string::npos) << message;
   EXPECT_NE(message.find("image id 3"), std::string::npos) << message;
+}
+
+// A loader started at batch N (a resumed run) gives batches N, N+1, ... of the uninterrupted
+// stream: same images, same augmentations, same aspect-ratio grouping.
+TEST(TrainLoader, StartingAtBatchNContinuesTheSameStream) {
+  testing::TempDir dir("loader_start");
+  auto dataset = small_dataset(dir);
+  constexpr int kTotal = 14;  // almost four epochs of 8 images
+  for (bool grouping : {true, false}) {
+    for (int workers : {0, 2}) {
+      TrainLoaderOptions o;
+      o.batch_size = 3;
+      o.num_workers = workers;
+      o.seed = 11;
+      o.aspect_ratio_grouping = grouping;
+      TrainLoader straight(dataset, augmenting_mapper(), o);
+      const auto all = pull(straight, kTotal);
+      for (int start : {1, 2, 5, 8, 13}) {
+        o.start_batch = start;
+        TrainLoader resumed(dataset, augmenting_mapper(), o);
+        const std::vector<std::vector<ModelInput>> tail(all.begin() + start, all.end());
+        EXPECT_TRUE(same_batches(pull(resumed, kTotal - start), tail))
+            << "start " << start << ", grouping " << grouping << ", workers " << workers;
+      }
+    }
+  }
+}
+
+// Resuming at batch N decodes no image of batches 0..N-1: without grouping, the images at stream
+// positions before N * batch_size are deleted and the resumed loader never asks for them (the
+// replay it replaces would have failed on the first). With grouping, it maps at most the samples
+// drawn earlier that wait in a bucket for a later batch.
+TEST(TrainLoader, StartingAtBatchNDecodesNoImageOfEarlierBatches) {
+  testing::TempDir dir("loader_start_nodecode");
+  auto dataset = small_dataset(dir);
+  TrainLoaderOptions o;
+  o.batch_size = 2;
+  o.num_workers = 0;  // no prefetching: what is mapped is what the batches need
+  o.seed = 4;
+  o.aspect_ratio_grouping = false;
+  o.start_batch = 3;
+  TrainingSampler order(dataset->size(), o.seed);
+  for (int position = 0; position < 6; ++position) {  // batches 0..2 of the first epoch
+    const auto loc = dataset->at(*order.next());
+    std::filesystem::remove(dir.path("images/" + std::string(loc.dataset->image(loc.image_index).file_name)));
+  }
+  TrainLoader resumed(dataset, augmenting_mapper(), o);
+  EXPECT_EQ(resumed.samples_mapped(), 0u);
+  EXPECT_EQ(resumed.next_batch().size(), 2u);  // positions 6 and 7: images that still exist
+  EXPECT_EQ(resumed.samples_mapped(), 2u);
+
+  o.start_batch = 0;
+  TrainLoader replaying(dataset, augmenting_mapper(), o);
+  EXPECT_THROW(replaying.next_batch(), Error);  // the files of batch 0 are gone
+
+  // With grouping: mapped = what the batches from N on use, plus at most batch_size - 1 waiting
+  // samples per bucket; the uninterrupted loader maps everything before N as well.
+  testing::TempDir dir2("loader_start_grouped");
+  auto intact = small_dataset(dir2);
+  o.aspect_ratio_grouping = true;
+  o.start_batch = 0;
+  TrainLoader straight(intact, augmenting_mapper(), o);
+  pull(straight, 6);
+  const uint64_t before = straight.samples_mapped();
+  pull(straight, 3);
+  const uint64_t used_after = straight.samples_mapped() - before;
+  o.start_batch = 6;
+  TrainLoader grouped(intact, augmenting_mapper(), o);
+  pull(grouped, 3);
+  EXPECT_LE(grouped.samples_mapped(), used_after + 2 * (o.batch_size - 1));
+  EXPECT_LT(grouped.samples_mapped(), straight.samples_mapped());
+  std::cout << "[ loader ] resumed at batch 6: mapped " << grouped.samples_mapped()
+            << " samples for 3 batches; the uninterrupted loader mapped " << straight.samples_mapped()
+            << "\n";
 }
 
 TEST(TestLoader, ShardsVisitEveryImageOnceInOrder) {
