@@ -17,6 +17,7 @@
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
 #include "detkit/data/image_io.h"
+#include "detkit/data/metadata.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/evaluation/visualizer.h"
 #include "detkit/utils/error.h"
@@ -27,9 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Names of the model's classes: the categories of the first DATASETS.TEST dataset when it
-// resolves through the catalog and has MODEL.ROI_HEADS.NUM_CLASSES of them; empty otherwise
-// (labels then read "class N").
+// Names of the model's classes: the metadata of the first DATASETS.TEST (built in for COCO and
+// the shapes; a dataset you registered is read once to get them), when it has
+// MODEL.ROI_HEADS.NUM_CLASSES of them; empty otherwise (labels then read "class N").
 struct ClassNames {
   std::vector<std::string> names;
   std::vector<int64_t> category_ids;  // the dataset's id of each class index
@@ -40,25 +41,24 @@ ClassNames class_names_from_config(const config::CfgNode& cfg) {
   if (tests.empty()) return {};
   const std::string& name = tests.front();
   try {
-    const data::DatasetFiles files = data::global_catalog().get(name);
-    if (!fs::exists(files.json_file)) {
-      spdlog::info("{} ({}) is not there: labelling detections 'class N'", name, files.json_file);
-      return {};
+    const data::Metadata& meta = data::global_metadata().get(name);
+    if (meta.thing_classes.empty()) {
+      const data::DatasetFiles files = data::global_catalog().get(name);
+      if (!fs::exists(files.json_file)) {
+        spdlog::info("{} ({}) is not there: labelling detections 'class N'", name, files.json_file);
+        return {};
+      }
+      data::load_dataset(name);  // records its things in the metadata
     }
-    const data::CocoDataset dataset = data::load_coco_json(files.json_file, files.image_root);
     const int64_t num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-    if (static_cast<int64_t>(dataset.num_classes()) != num_classes) {
+    if (static_cast<int64_t>(meta.thing_classes.size()) != num_classes) {
       spdlog::warn(
-          "{} has {} categories but MODEL.ROI_HEADS.NUM_CLASSES is {}: labelling "
+          "{} has {} classes but MODEL.ROI_HEADS.NUM_CLASSES is {}: labelling "
           "detections 'class N'",
-          name, dataset.num_classes(), num_classes);
+          name, meta.thing_classes.size(), num_classes);
       return {};
     }
-    ClassNames out{dataset.class_names(), {}};
-    for (size_t k = 0; k < dataset.num_classes(); ++k) {
-      out.category_ids.push_back(dataset.category_id_of(static_cast<int>(k)));
-    }
-    return out;
+    return {meta.thing_classes, meta.thing_dataset_ids};
   } catch (const Error& e) {
     spdlog::warn("class names from {} unavailable ({}): labelling detections 'class N'", name,
                  e.what());

@@ -11,6 +11,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/loader.h"
+#include "detkit/data/metadata.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/evaluation/visualizer.h"
 #include "detkit/utils/error.h"
@@ -40,10 +41,9 @@ CommandRunner add_visualize_data_command(CLI::App& app) {
     const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     engine::ensure_builtin_datasets(cfg);
     auto loader = data::build_detection_train_loader(cfg);
-    std::vector<std::string> class_names;
-    for (const auto& category : loader->dataset().categories()) {
-      class_names.push_back(category.name);
-    }
+    // Loading DATASETS.TRAIN recorded its things in the metadata of its first name.
+    const std::vector<std::string> class_names =
+        data::global_metadata().get(cfg.get_string_list("DATASETS.TRAIN").front()).thing_classes;
     const std::string format = cfg.get_string("INPUT.FORMAT");
     std::filesystem::create_directories(o->output);
     int written = 0;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "detkit/data/metadata.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
 
@@ -20,7 +21,8 @@ struct Builtin {
   const char* image_root;  // relative to the datasets root
 };
 
-// Detectron2's data/datasets/builtin.py (_PREDEFINED_SPLITS_COCO["coco"]), plus the synthetic
+// Detectron2's data/datasets/builtin.py (_PREDEFINED_SPLITS_COCO["coco"] and
+// ["coco_person"]), plus the synthetic
 // shapes dataset in the layout its generator (detkit/data/shapes*) writes.
 constexpr Builtin kBuiltins[] = {
     {"coco_2014_train", "coco/annotations/instances_train2014.json", "coco/train2014"},
@@ -31,6 +33,18 @@ constexpr Builtin kBuiltins[] = {
     {"coco_2017_train", "coco/annotations/instances_train2017.json", "coco/train2017"},
     {"coco_2017_val", "coco/annotations/instances_val2017.json", "coco/val2017"},
     {"coco_2017_val_100", "coco/annotations/instances_val2017_100.json", "coco/val2017"},
+    {"keypoints_coco_2014_train", "coco/annotations/person_keypoints_train2014.json",
+     "coco/train2014"},
+    {"keypoints_coco_2014_val", "coco/annotations/person_keypoints_val2014.json", "coco/val2014"},
+    {"keypoints_coco_2014_minival", "coco/annotations/person_keypoints_minival2014.json",
+     "coco/val2014"},
+    {"keypoints_coco_2014_valminusminival",
+     "coco/annotations/person_keypoints_valminusminival2014.json", "coco/val2014"},
+    {"keypoints_coco_2017_train", "coco/annotations/person_keypoints_train2017.json",
+     "coco/train2017"},
+    {"keypoints_coco_2017_val", "coco/annotations/person_keypoints_val2017.json", "coco/val2017"},
+    {"keypoints_coco_2017_val_100", "coco/annotations/person_keypoints_val2017_100.json",
+     "coco/val2017"},
     {"shapes_train", "shapes/annotations/instances_train.json", "shapes/train"},
     {"shapes_val", "shapes/annotations/instances_val.json", "shapes/val"},
 };
@@ -127,6 +141,10 @@ DatasetCatalog& global_catalog() {
 void register_coco_instances(const std::string& name, const std::string& json_file,
                              const std::string& image_root) {
   global_catalog().register_coco_instances(name, json_file, image_root);
+  Metadata& m = global_metadata().get(name);  // made before registration: give it the files
+  m.json_file = json_file;
+  m.image_root = image_root;
+  m.evaluator_type = "coco";
 }
 
 CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options) {
@@ -137,7 +155,9 @@ CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options
                     "'{}', set with {})",
                     name, files.json_file, DatasetCatalog::datasets_root(), kRootVariable));
   }
-  return load_coco_json(files.json_file, files.image_root, options);
+  CocoDataset dataset = load_coco_json(files.json_file, files.image_root, options);
+  record_things(name, dataset);
+  return dataset;
 }
 
 }  // namespace detkit::data

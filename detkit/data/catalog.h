@@ -74,12 +74,14 @@ class DatasetCatalog {
 /// Register datasets before starting threads that read it.
 DatasetCatalog& global_catalog();
 
-/// Registers into the global catalog (Detectron2's register_coco_instances).
+/// Registers into the global catalog (Detectron2's register_coco_instances), and gives the
+/// name's metadata (global_metadata()) the files and evaluator type "coco".
 void register_coco_instances(const std::string& name, const std::string& json_file,
                              const std::string& image_root);
 
-/// Loads a dataset of the global catalog by name; a missing annotation file is an error naming
-/// the datasets root and how to set it.
+/// Loads a dataset of the global catalog by name and records its things in the name's metadata
+/// (an error when they differ from what the metadata holds, e.g. a coco_* file with other
+/// categories). A missing annotation file is an error naming the datasets root and how to set it.
 CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options = {});
 
 }  // namespace detkit::data

@@ -1,0 +1,102 @@
+#include "detkit/data/metadata.h"
+
+#include <set>
+
+#include "detkit/data/builtin_meta.h"
+#include "detkit/data/catalog.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::data {
+
+void Metadata::set_things(const std::vector<std::string>& classes,
+                          const std::vector<int64_t>& ids) {
+  if (classes.size() != ids.size())
+    throw Error("metadata of '" + name + "': " + std::to_string(classes.size()) +
+                " thing classes but " + std::to_string(ids.size()) + " dataset ids");
+  if (std::set<int64_t>(ids.begin(), ids.end()).size() != ids.size())
+    throw Error("metadata of '" + name + "': two thing classes share a dataset id");
+  if (!thing_classes.empty()) {
+    if (thing_classes.size() != classes.size())
+      throw Error("metadata of '" + name + "' has " + std::to_string(thing_classes.size()) +
+                  " thing classes; cannot set " + std::to_string(classes.size()));
+    for (size_t i = 0; i < classes.size(); ++i) {
+      if (thing_classes[i] != classes[i] || thing_dataset_ids[i] != ids[i])
+        throw Error("metadata of '" + name + "': thing class " + std::to_string(i) + " is '" +
+                    thing_classes[i] + "' (id " + std::to_string(thing_dataset_ids[i]) +
+                    "), cannot set it to '" + classes[i] + "' (id " + std::to_string(ids[i]) +
+                    ")");
+    }
+    return;
+  }
+  thing_classes = classes;
+  thing_dataset_ids = ids;
+}
+
+int Metadata::contiguous_id(int64_t dataset_id) const {
+  for (size_t i = 0; i < thing_dataset_ids.size(); ++i)
+    if (thing_dataset_ids[i] == dataset_id) return static_cast<int>(i);
+  throw Error("metadata of '" + name + "': no thing class has dataset id " +
+              std::to_string(dataset_id));
+}
+
+int64_t Metadata::dataset_id(int contiguous) const {
+  if (contiguous < 0 || static_cast<size_t>(contiguous) >= thing_dataset_ids.size())
+    throw Error("metadata of '" + name + "': class " + std::to_string(contiguous) +
+                " is outside its " + std::to_string(thing_dataset_ids.size()) + " thing classes");
+  return thing_dataset_ids[contiguous];
+}
+
+std::vector<int64_t> Metadata::keypoint_flip_indices() const {
+  std::map<std::string, int64_t> index;
+  for (size_t i = 0; i < keypoint_names.size(); ++i) index[keypoint_names[i]] = i;
+  std::vector<int64_t> flip(keypoint_names.size());
+  for (size_t i = 0; i < flip.size(); ++i) flip[i] = static_cast<int64_t>(i);
+  auto at = [&](const std::string& k) {
+    auto it = index.find(k);
+    if (it == index.end())
+      throw Error("metadata of '" + name + "': keypoint_flip_map names '" + k +
+                  "', which is not one of its keypoint_names");
+    return it->second;
+  };
+  for (const auto& [a, b] : keypoint_flip_map) {
+    const int64_t i = at(a), j = at(b);
+    flip[i] = j;
+    flip[j] = i;
+  }
+  return flip;
+}
+
+Metadata& MetadataCatalog::get(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(name);
+  if (it != entries_.end()) return it->second;
+  Metadata m;
+  if (auto builtin = builtin_metadata(name)) m = std::move(*builtin);
+  m.name = name;
+  if (global_catalog().contains(name)) {  // registered already: its files
+    const DatasetFiles files = global_catalog().get(name);
+    m.json_file = files.json_file;
+    m.image_root = files.image_root;
+    m.evaluator_type = "coco";
+  }
+  return entries_.emplace(name, std::move(m)).first->second;
+}
+
+bool MetadataCatalog::contains(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.count(name) > 0;
+}
+
+MetadataCatalog& global_metadata() {
+  static MetadataCatalog catalog;
+  return catalog;
+}
+
+void record_things(const std::string& name, const CocoDataset& dataset) {
+  std::vector<int64_t> ids;
+  for (size_t k = 0; k < dataset.num_classes(); ++k)
+    ids.push_back(dataset.category_id_of(static_cast<int>(k)));
+  global_metadata().get(name).set_things(dataset.class_names(), ids);
+}
+
+}  // namespace detkit::data

@@ -1,0 +1,65 @@
+#pragma once
+// The metadata catalog beside the dataset catalog (Detectron2's MetadataCatalog): per dataset
+// name, what a model's outputs mean — class names by contiguous id and the dataset's category id
+// of each, keypoint names and which keypoints swap under a horizontal flip, the evaluator type.
+//
+//   const detkit::data::Metadata& m = detkit::data::global_metadata().get("coco_2017_val");
+//   m.thing_classes[3];        // "motorcycle"
+//   m.dataset_id(3);           // 4, the category id results files use
+//
+// Built-in names come filled (COCO's 80 things, COCO person keypoints, the shapes dataset);
+// register_coco_instances() adds the files and the evaluator type, and loading a dataset fills
+// its things from the file. Setting things that differ from what an entry already holds is an
+// error naming the dataset (as Detectron2's Metadata refuses to change an attribute).
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detkit/data/coco_dataset.h"
+
+namespace detkit::data {
+
+struct Metadata {
+  std::string name;
+  std::string evaluator_type;  // "coco" for COCO-format datasets
+  std::string json_file, image_root;
+  std::vector<std::string> thing_classes;  // by contiguous id 0..N-1
+  std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
+  std::vector<std::string> keypoint_names;
+  std::vector<std::pair<std::string, std::string>> keypoint_flip_map;
+
+  /// Sets thing_classes and thing_dataset_ids (same length, distinct ids). When they are set
+  /// already, the new ones must be equal: otherwise a detkit::Error naming the dataset and the
+  /// first difference.
+  void set_things(const std::vector<std::string>& classes, const std::vector<int64_t>& ids);
+  /// Detectron2's thing_dataset_id_to_contiguous_id[dataset_id]; an unknown id is an error.
+  int contiguous_id(int64_t dataset_id) const;
+  /// thing_dataset_ids[contiguous]; out of range is an error.
+  int64_t dataset_id(int contiguous) const;
+  /// For keypoint i, the index of the keypoint it becomes under a horizontal flip (itself when
+  /// unpaired). A flip-map name that is not a keypoint is an error naming it.
+  std::vector<int64_t> keypoint_flip_indices() const;
+};
+
+class MetadataCatalog {
+ public:
+  /// The entry of `name`, made on first use (filled from the built-in tables when the name is
+  /// built in, empty otherwise), as Detectron2's MetadataCatalog.get. References stay valid.
+  Metadata& get(const std::string& name);
+  bool contains(const std::string& name) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Metadata> entries_;
+};
+
+/// The process-wide metadata catalog.
+MetadataCatalog& global_metadata();
+
+/// The things of a loaded COCO file, into `name`'s entry (see Metadata::set_things).
+void record_things(const std::string& name, const CocoDataset& dataset);
+
+}  // namespace detkit::data
