@@ -1,6 +1,7 @@
 #include "detkit/config/cfg_node.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
@@ -62,9 +63,33 @@ bool CfgNode::has(const std::string& key) const {
   return find_leaf(key) != nullptr || find_section(key) != nullptr;
 }
 
+namespace {
+std::atomic<KeyReadRecorder*> g_recorder{nullptr};
+}  // namespace
+
+KeyReadRecorder::KeyReadRecorder() {
+  KeyReadRecorder* none = nullptr;
+  if (!g_recorder.compare_exchange_strong(none, this))
+    throw Error("a KeyReadRecorder is already recording");
+}
+
+KeyReadRecorder::~KeyReadRecorder() { g_recorder.store(nullptr); }
+
+std::set<std::string> KeyReadRecorder::keys() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return keys_;
+}
+
+void KeyReadRecorder::record(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  keys_.insert(key);
+}
+
 const CfgValue& CfgNode::get(const std::string& key) const {
   const Leaf* leaf = find_leaf(key);
   if (!leaf) unknown_key(key, "");
+  if (KeyReadRecorder* recorder = g_recorder.load(std::memory_order_relaxed))
+    recorder->record(key);
   return leaf->value;
 }
 

@@ -3,7 +3,9 @@
 // has the type of its default, and a value that does not fit is refused with the key's name.
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,8 @@ class CfgNode {
   void merge_from_list(const std::vector<std::string>& key_values);
 
   void freeze() { frozen_ = true; }
+  /// Allows set() again (Detectron2's defrost), as auto_scale_workers does on its copy.
+  void defrost() { frozen_ = false; }
   bool is_frozen() const { return frozen_; }
 
   /// YAML text with keys sorted, as Detectron2's cfg.dump() writes; merge_from_file of it
@@ -78,6 +82,23 @@ class CfgNode {
   std::map<std::string, Leaf> leaves_;
   std::map<std::string, std::unique_ptr<CfgNode>> sections_;
   bool frozen_ = false;
+};
+
+/// While one lives, every key read through CfgNode::get() (the typed reads included) from any
+/// CfgNode is recorded: how a test proves which keys the code reads. One at a time per process.
+class KeyReadRecorder {
+ public:
+  KeyReadRecorder();
+  ~KeyReadRecorder();
+  KeyReadRecorder(const KeyReadRecorder&) = delete;
+  KeyReadRecorder& operator=(const KeyReadRecorder&) = delete;
+
+  std::set<std::string> keys() const;
+  void record(const std::string& key);
+
+ private:
+  mutable std::mutex mutex_;
+  std::set<std::string> keys_;
 };
 
 /// Checks `value` against a leaf's type and returns it converted (int -> float, also inside

@@ -11,6 +11,7 @@
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/evaluation/inference.h"
+#include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
@@ -42,6 +43,7 @@ uint64_t default_setup(const config::CfgNode& cfg) {
     spdlog::info("SEED is negative: using seed {}", seed);
   }
   at::manual_seed(static_cast<uint64_t>(seed) + static_cast<uint64_t>(rank));
+  at::globalContext().setBenchmarkCuDNN(cfg.get_bool("CUDNN_BENCHMARK"));  // no effect on CPU
   return static_cast<uint64_t>(seed);
 }
 
@@ -84,7 +86,10 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
   return all;
 }
 
-DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed) : cfg_(cfg), seed_(seed) {
+DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed)
+    // As Detectron2's: a config written for SOLVER.REFERENCE_WORLD_SIZE workers, scaled to this
+    // job's (batch, LR, schedule); unchanged when the key is 0.
+    : cfg_(solver::auto_scale_workers(cfg, distributed::get_world_size())), seed_(seed) {
   model_ = modeling::build_model(cfg_);
   optimizer_ = solver::build_optimizer(cfg_, *model_);
   scheduler_ = solver::build_lr_scheduler(cfg_, *optimizer_);

@@ -19,11 +19,6 @@ int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x
 config::CfgNode auto_scale_workers(const config::CfgNode& cfg, int64_t num_workers) {
   const int64_t old_world_size = cfg.get_int("SOLVER.REFERENCE_WORLD_SIZE");
   if (old_world_size == 0 || old_world_size == num_workers) return cfg;
-  if (cfg.is_frozen()) {
-    throw Error("auto_scale_workers: the config is frozen; scale SOLVER.REFERENCE_WORLD_SIZE (" +
-                std::to_string(old_world_size) + ") to " + std::to_string(num_workers) +
-                " workers before freeze()");
-  }
   const int64_t ims_per_batch = cfg.get_int("SOLVER.IMS_PER_BATCH");
   if (ims_per_batch % old_world_size != 0) {
     throw Error("Invalid SOLVER.REFERENCE_WORLD_SIZE in config: SOLVER.IMS_PER_BATCH (" +
@@ -32,6 +27,7 @@ config::CfgNode auto_scale_workers(const config::CfgNode& cfg, int64_t num_worke
   }
   const double scale = double(num_workers) / double(old_world_size);
   config::CfgNode out(cfg);
+  out.defrost();  // the copy only; frozen again below when `cfg` was
   const int64_t bs = round_half_even(double(ims_per_batch) * scale);
   const double lr = cfg.get_float("SOLVER.BASE_LR") * scale;
   const int64_t max_iter = round_half_even(double(cfg.get_int("SOLVER.MAX_ITER")) / scale);
@@ -49,6 +45,7 @@ config::CfgNode auto_scale_workers(const config::CfgNode& cfg, int64_t num_worke
   out.set("SOLVER.CHECKPOINT_PERIOD",
           round_half_even(double(cfg.get_int("SOLVER.CHECKPOINT_PERIOD")) / scale));
   out.set("SOLVER.REFERENCE_WORLD_SIZE", num_workers);
+  if (cfg.is_frozen()) out.freeze();
   spdlog::info(
       "Auto-scaling the config to batch_size={}, learning_rate={}, max_iter={}, warmup={}.", bs, lr,
       max_iter, warmup);

@@ -11,8 +11,8 @@ namespace detkit::solver {
 /// scale = num_workers / REFERENCE_WORLD_SIZE: IMS_PER_BATCH and BASE_LR times scale;
 /// MAX_ITER, WARMUP_ITERS, STEPS, TEST.EVAL_PERIOD and CHECKPOINT_PERIOD divided by it
 /// (integers rounded half to even, as Python's round); REFERENCE_WORLD_SIZE = num_workers.
-/// Throws detkit::Error when IMS_PER_BATCH is not divisible by REFERENCE_WORLD_SIZE, and when
-/// the config is frozen but needs scaling (CfgNode cannot be unfrozen: scale before freeze()).
+/// The result is frozen when `cfg` is. Throws detkit::Error when IMS_PER_BATCH is not divisible
+/// by REFERENCE_WORLD_SIZE.
 config::CfgNode auto_scale_workers(const config::CfgNode& cfg, int64_t num_workers);
 
 }  // namespace detkit::solver

@@ -1,6 +1,8 @@
 // Keys detkit does not implement yet are refused when set, never silently ignored.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "detkit/config/defaults.h"
 #include "detkit/config/unimplemented.h"
 #include "detkit/utils/error.h"
@@ -8,11 +10,21 @@
 namespace detkit::config {
 namespace {
 
-// A value other than the default: booleans flipped, lists of booleans all true.
+// A value other than the default: booleans flipped, integers plus one, a non-empty string,
+// lists of booleans all true (an empty list gets one entry).
 CfgValue changed(const CfgValue& v) {
-  if (v.kind() == CfgValue::Kind::Bool) return CfgValue(!v.as_bool());
+  switch (v.kind()) {
+    case CfgValue::Kind::Bool:
+      return CfgValue(!v.as_bool());
+    case CfgValue::Kind::Int:
+      return CfgValue(v.as_int() + 1);
+    case CfgValue::Kind::String:
+      return CfgValue(v.as_string() + "high");
+    default:
+      break;
+  }
   std::vector<CfgValue> items;
-  for (size_t i = 0; i < v.as_list().size(); ++i) items.emplace_back(true);
+  for (size_t i = 0; i < std::max<size_t>(v.as_list().size(), 1); ++i) items.emplace_back(true);
   return CfgValue::list(items);
 }
 

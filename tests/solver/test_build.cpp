@@ -104,8 +104,10 @@ TEST(AutoScaleWorkers, RoundsHalfToEvenAndChecksDivisibility) {
   cfg.set("SOLVER.REFERENCE_WORLD_SIZE", 3);
   EXPECT_THROW(auto_scale_workers(cfg, 6), Error);  // 16 images over 3 workers
   cfg.set("SOLVER.REFERENCE_WORLD_SIZE", 8);
-  cfg.freeze();
-  EXPECT_THROW(auto_scale_workers(cfg, 16), Error);
+  cfg.freeze();  // as Detectron2's: a frozen config is scaled into a frozen copy
+  const auto frozen = auto_scale_workers(cfg, 16);
+  EXPECT_TRUE(frozen.is_frozen());
+  EXPECT_EQ(frozen.get_int("SOLVER.IMS_PER_BATCH"), 32);
 }
 
 }  // namespace

@@ -1,0 +1,120 @@
+// No config key is silently ignored. Walking Detectron2's defaults tree, every key is
+//  - read by the code that trains, evaluates and predicts (recorded while a tiny Mask R-CNN
+//    trains an iteration, checkpoints, evaluates and predicts, and while the optimizer and each
+//    LR schedule are built with the settings that read their options), or
+//  - refused when set (config/unimplemented.h; tests/config/test_unimplemented.cpp sets each), or
+//  - an option of a component whose selection is refused: each is listed with the setting that
+//    selects it, and building with that setting is shown to fail, or
+//  - GLOBAL.HACK, which Detectron2 itself never reads (a slot for users' own code).
+#include <gtest/gtest.h>
+
+#include "detkit/config/unimplemented.h"
+#include "detkit/data/dataset_mapper.h"
+#include "detkit/engine/defaults.h"
+#include "detkit/engine/predictor.h"
+#include "detkit/solver/build.h"
+#include "detkit/utils/error.h"
+#include "tests/modeling/meta_arch/small_model.h"
+#include "tests/support/tiny_shapes.h"
+
+namespace detkit::engine {
+namespace {
+
+std::set<std::string> keys_read_by_a_run() {
+  testing::TinySetup setup("config_keys_read");
+  config::CfgNode cfg = testing::tiny_config(setup, "config_keys_read");
+  cfg.merge_from_list({"SOLVER.MAX_ITER", "1", "SOLVER.CHECKPOINT_PERIOD", "1"});
+  config::KeyReadRecorder recorder;
+  const uint64_t seed = default_setup(cfg);
+  ensure_builtin_datasets(cfg);
+  DefaultTrainer trainer(cfg, seed);
+  trainer.resume_or_load(false);
+  trainer.train();  // one step, a checkpoint, an evaluation on DATASETS.TEST
+  config::CfgNode infer = cfg;
+  infer.merge_from_list({"MODEL.WEIGHTS", cfg.get_string("OUTPUT_DIR") + "/model_final.pth"});
+  DefaultPredictor predictor(infer);
+  predictor(setup.dir.path("datasets/shapes/val/000001.jpg"));
+  // Options read only under another setting, which detkit implements.
+  config::CfgNode clip = cfg;
+  clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
+  solver::build_optimizer(clip, *trainer.model());
+  for (const char* schedule : {"WarmupCosineLR", "WarmupStepWithFixedGammaLR"}) {
+    config::CfgNode s = cfg;
+    s.merge_from_list({"SOLVER.LR_SCHEDULER_NAME", schedule});
+    solver::build_lr_multiplier(s);
+  }
+  return recorder.keys();
+}
+
+// Options of components detkit does not have, with the setting that would select them.
+struct SelectedAway {
+  std::string prefix;  // every key starting with it
+  std::vector<std::string> selection;
+};
+const std::vector<SelectedAway>& selected_away() {
+  static const std::vector<SelectedAway> table = {
+      {"MODEL.RETINANET.", {"MODEL.META_ARCHITECTURE", "RetinaNet"}},
+      {"MODEL.PANOPTIC_FPN.", {"MODEL.META_ARCHITECTURE", "PanopticFPN"}},
+      {"MODEL.SEM_SEG_HEAD.", {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"}},
+      {"MODEL.ROI_BOX_CASCADE_HEAD.", {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads"}},
+      {"MODEL.ROI_KEYPOINT_HEAD.", {"MODEL.KEYPOINT_ON", "True"}},
+      {"TEST.KEYPOINT_OKS_SIGMAS", {"MODEL.KEYPOINT_ON", "True"}},
+      {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
+      {"MODEL.RESNETS.DEFORM_", {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "[False, True, True, True]"}},
+      {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
+      {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
+      {"TEST.PRECISE_BN.", {"TEST.PRECISE_BN.ENABLED", "True"}},
+      {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
+      {"DATASETS.PROPOSAL_FILES_", {"MODEL.LOAD_PROPOSALS", "True"}},
+      {"DATASETS.PRECOMPUTED_PROPOSAL_TOPK_", {"MODEL.LOAD_PROPOSALS", "True"}},
+  };
+  return table;
+}
+
+TEST(ConfigKeysRead, EveryDefaultKeyIsReadRefusedOrSelectedAway) {
+  const std::set<std::string> read = keys_read_by_a_run();
+  std::set<std::string> refused;
+  for (const auto& k : config::unimplemented_keys()) refused.insert(k.key);
+  size_t n_read = 0, n_refused = 0, away = 0;
+  std::vector<std::string> ignored;
+  for (const std::string& key : config::get_cfg().leaf_keys()) {
+    if (refused.count(key)) {  // first: check_implemented() reads them to refuse them
+      ++n_refused;
+      continue;
+    }
+    if (read.count(key)) {
+      ++n_read;
+      continue;
+    }
+    if (key == "GLOBAL.HACK") continue;
+    bool selected_away_key = false;
+    for (const auto& s : selected_away())
+      if (key.rfind(s.prefix, 0) == 0) selected_away_key = true;
+    if (selected_away_key) {
+      ++away;
+      continue;
+    }
+    ignored.push_back(key);
+  }
+  std::cout << "[ config ] of " << config::get_cfg().leaf_keys().size() << " keys: " << n_read
+            << " read, " << n_refused << " refused when set, " << away
+            << " options of components whose selection is refused\n";
+  for (const auto& key : ignored) ADD_FAILURE() << key << " is neither read nor refused";
+}
+
+TEST(ConfigKeysRead, SelectingAComponentDetkitDoesNotHaveIsRefused) {
+  for (const auto& s : selected_away()) {
+    const config::CfgNode cfg = testing::small_config(s.selection);
+    try {
+      modeling::build_model(cfg);
+      data::dataset_mapper_options_from_config(cfg, /*is_train=*/true);
+      ADD_FAILURE() << s.selection[0] << " " << s.selection[1] << " was accepted";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(s.selection[0]), std::string::npos) << message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace detkit::engine
