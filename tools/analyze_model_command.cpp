@@ -15,9 +15,9 @@
 #include <sstream>
 
 #include "detkit/config/defaults.h"
-#include "detkit/modeling/flop_count.h"
+#include "detkit/analysis/flop_count.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
-#include "detkit/modeling/model_analysis.h"
+#include "detkit/analysis/model_analysis.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 
@@ -33,16 +33,16 @@ std::string gflops(int64_t flops) {
 }
 
 void print_parameters(const MetaArch& model, int64_t max_depth) {
-  auto rows = modeling::count_parameters(model, max_depth);
-  std::cout << modeling::format_module_table(rows, {"#parameters", "trainable"});
-  std::cout << "total parameters: " << modeling::with_thousands_separators(rows[0].values[0])
-            << "\ntrainable parameters: " << modeling::with_thousands_separators(rows[0].values[1])
+  auto rows = analysis::count_parameters(model, max_depth);
+  std::cout << analysis::format_module_table(rows, {"#parameters", "trainable"});
+  std::cout << "total parameters: " << analysis::with_thousands_separators(rows[0].values[0])
+            << "\ntrainable parameters: " << analysis::with_thousands_separators(rows[0].values[1])
             << "\n";
 }
 
 void print_state_dict(const MetaArch& model) {
-  for (const auto& [name, tensor] : modeling::ordered_state_dict(model))
-    std::cout << name << " " << modeling::shape_string(tensor) << "\n";
+  for (const auto& [name, tensor] : analysis::ordered_state_dict(model))
+    std::cout << name << " " << analysis::shape_string(tensor) << "\n";
 }
 
 // "800x1333" -> {800, 1333} (height, width).
@@ -69,7 +69,7 @@ void print_flops(MetaArch& model, const config::CfgNode& cfg, const std::string&
       255;
   input.height = height;
   input.width = width;
-  modeling::FlopCounter counter(model);
+  analysis::FlopCounter counter(model);
   auto results = model.inference({input});
   std::cout << "one inference pass on a random " << height << "x" << width << " image ("
             << results[0].size() << " detections; a mask head's cost grows with them)\n";
@@ -77,12 +77,12 @@ void print_flops(MetaArch& model, const config::CfgNode& cfg, const std::string&
     std::cout << "note: no detections, so the ROI heads' cost is partial. The weights are random "
                  "(MODEL.WEIGHTS is not loaded); a random FrozenBN backbone gives degenerate "
                  "proposals: try MODEL.RESNETS.NORM GN MODEL.ROI_HEADS.SCORE_THRESH_TEST 0.0\n";
-  std::vector<modeling::ModuleRow> rows = counter.rows(model, max_depth);
-  std::cout << modeling::format_module_table(rows, {"flops"});
+  std::vector<analysis::ModuleRow> rows = counter.rows(model, max_depth);
+  std::cout << analysis::format_module_table(rows, {"flops"});
   for (const auto& [kind, flops] : counter.by_operator())
-    std::cout << kind << ": " << modeling::with_thousands_separators(flops) << " (" << gflops(flops)
+    std::cout << kind << ": " << analysis::with_thousands_separators(flops) << " (" << gflops(flops)
               << ")\n";
-  std::cout << "total flops: " << modeling::with_thousands_separators(counter.total()) << " ("
+  std::cout << "total flops: " << analysis::with_thousands_separators(counter.total()) << " ("
             << gflops(counter.total()) << ")\n";
 }
 

@@ -9,7 +9,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"

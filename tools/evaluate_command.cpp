@@ -3,7 +3,7 @@
 #include <iostream>
 #include <memory>
 
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/evaluation/coco_report.h"
 #include "tools/commands.h"
 

@@ -16,10 +16,10 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
-#include "detkit/data/image_io.h"
+#include "detkit/data/image/image_io.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/predictor.h"
-#include "detkit/evaluation/visualizer.h"
+#include "detkit/visualization/visualizer.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 
@@ -78,7 +78,7 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
     const auto b = boxes[i];
     const double x0 = b[0].item<double>(), y0 = b[1].item<double>();
     nlohmann::json d;
-    d["category"] = evaluation::class_label(c, classes.names);
+    d["category"] = visualization::class_label(c, classes.names);
     d["class"] = c;
     if (c >= 0 && c < static_cast<int64_t>(classes.category_ids.size())) {
       d["category_id"] = classes.category_ids[c];
@@ -142,7 +142,7 @@ CommandRunner add_infer_command(CLI::App& app) {
       const structures::Instances kept =
           predictions.index(predictions.tensor("scores").ge(o->confidence));
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
-      const cv::Mat canvas = evaluation::draw_predictions(bgr, kept, classes.names);
+      const cv::Mat canvas = visualization::draw_predictions(bgr, kept, classes.names);
       if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
       std::ofstream json(stem + ".json");  // one detection a line
       const nlohmann::json detections = detections_json(kept, classes);

@@ -5,7 +5,7 @@
 #include <regex>
 #include <string>
 
-#include "detkit/data/shapes.h"
+#include "detkit/data/shapes/shapes.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 

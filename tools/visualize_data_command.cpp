@@ -13,7 +13,7 @@
 #include "detkit/data/loader.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/defaults.h"
-#include "detkit/evaluation/visualizer.h"
+#include "detkit/visualization/visualizer.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
 
@@ -50,9 +50,9 @@ CommandRunner add_visualize_data_command(CLI::App& app) {
     while (written < o->count) {
       for (const auto& input : loader->next_batch()) {
         if (written == o->count) break;
-        const cv::Mat image = evaluation::tensor_to_bgr_image(input.image, format);
+        const cv::Mat image = visualization::tensor_to_bgr_image(input.image, format);
         const cv::Mat canvas =
-            input.instances ? evaluation::draw_ground_truth(image, *input.instances, class_names)
+            input.instances ? visualization::draw_ground_truth(image, *input.instances, class_names)
                             : image;
         const std::string path =
             (std::filesystem::path(o->output) / fmt::format("train_{:04d}.png", written)).string();

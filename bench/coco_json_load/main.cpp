@@ -24,7 +24,7 @@
 #include "bench/coco_json_load/child_process.h"
 #include "bench/coco_json_load/simdjson_apis.h"
 #include "bench/coco_json_load/synthetic_coco.h"
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/utils/error.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "detkit/data/shapes_geometry.h"
+#include "detkit/data/shapes/shapes_geometry.h"
 
 namespace detkit::data {
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 
 namespace detkit::data {
 

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "detkit/data/image_io.h"
+#include "detkit/data/image/image_io.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "detkit/config/cfg_node.h"
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 #include "detkit/data/instance_targets.h"
 #include "detkit/data/transforms/augmentation.h"
 #include "detkit/structures/model_io.h"

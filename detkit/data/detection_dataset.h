@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "detkit/data/coco.h"
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco.h"
+#include "detkit/data/coco/coco_dataset.h"
 
 namespace detkit::data {
 

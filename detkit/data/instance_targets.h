@@ -12,7 +12,7 @@
 #include <array>
 #include <string>
 
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 #include "detkit/data/transforms/transform.h"
 #include "detkit/structures/instances.h"
 

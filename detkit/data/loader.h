@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "detkit/config/cfg_node.h"
-#include "detkit/data/aspect_ratio_grouping.h"
+#include "detkit/data/samplers/aspect_ratio_grouping.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
 #include "detkit/data/ordered_mapper.h"
-#include "detkit/data/samplers.h"
+#include "detkit/data/samplers/samplers.h"
 
 namespace detkit::data {
 

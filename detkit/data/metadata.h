@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 
 namespace detkit::data {
 

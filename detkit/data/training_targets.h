@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 #include "detkit/structures/mask_ops.h"
 
 namespace detkit::data {

@@ -8,11 +8,12 @@
 #include <numeric>
 #include <regex>
 
+#include "detkit/analysis/flop_count.h"
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/data/loader.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
-#include "detkit/modeling/flop_count.h"
+#include "detkit/engine/writers.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -117,7 +118,7 @@ class StepTimer : public HookBase {
 int64_t training_forward_macs(modeling::MetaArch& model,
                               const std::vector<structures::ModelInput>& batch) {
   at::NoGradGuard no_grad;
-  modeling::FlopCounter counter(model);
+  analysis::FlopCounter counter(model);
   model.train();
   model.losses(batch);
   return counter.total();

@@ -8,7 +8,7 @@
 //
 // Every iteration is timed (wall clock, the data wait included); the figures average the
 // iterations of the window, so warm-up (allocator, oneDNN primitive caches, loader start) can be
-// left out. Peak memory is the process's resident high-water mark (peak_rss_mb in hooks.h),
+// left out. Peak memory is the process's resident high-water mark (peak_rss_mb in writers.h),
 // loader threads included.
 #include <cstdint>
 #include <string>

@@ -7,9 +7,10 @@
 #include <random>
 
 #include "detkit/data/catalog.h"
-#include "detkit/data/shapes.h"
+#include "detkit/data/shapes/shapes.h"
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/hooks.h"
+#include "detkit/engine/writers.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"

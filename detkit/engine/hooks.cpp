@@ -1,13 +1,9 @@
 #include "detkit/engine/hooks.h"
 
-#include <sys/resource.h>
-
-#include <cstdio>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "detkit/distributed/comm.h"
+#include "detkit/engine/writers.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
@@ -18,19 +14,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::string hms(double seconds) {
-  long s = std::lround(std::max(0.0, seconds));
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  return buf;
-}
 }  // namespace
-
-double peak_rss_mb() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
-}
 
 void IterationTimer::before_train(Trainer&) {
   train_start_ = step_start_ = std::chrono::steady_clock::now();
@@ -82,53 +66,6 @@ void EvalHook::after_step(Trainer& t) {
 
 void EvalHook::after_train(Trainer& t) {
   if (t.iter() + 1 >= t.max_iter()) run(t);
-}
-
-PeriodicWriter::PeriodicWriter(std::string metrics_json, int64_t period)
-    : metrics_json_(std::move(metrics_json)), period_(period) {}
-
-void PeriodicWriter::after_step(Trainer& t) {
-  if ((t.iter() + 1) % period_ == 0 || t.iter() == t.max_iter() - 1) write(t);
-}
-
-void PeriodicWriter::after_train(Trainer& t) {
-  if (last_written_ < t.iter()) write(t);
-}
-
-void PeriodicWriter::write(Trainer& t) {
-  EventStorage& s = t.storage();
-  const size_t window = 20;
-  const int64_t iter = t.iter();
-  double eta = s.has("time") ? s.median("time", 1000) * (t.max_iter() - iter - 1) : 0.0;
-  if (s.has("time")) s.put_scalar("eta_seconds", eta, /*smoothing_hint=*/false);
-
-  std::string losses;
-  for (const auto& name : s.names())
-    if (name.find("loss") != std::string::npos)
-      losses += fmt::format("{}: {:.4g}  ", name, s.median(name, window));
-  std::string times;
-  if (s.has("time"))
-    times += fmt::format("time: {:.4f}  last_time: {:.4f}  ", s.average("time", window),
-                         s.latest("time").first);
-  if (s.has("data_time"))
-    times += fmt::format("data_time: {:.4f}  last_data_time: {:.4f}  ",
-                         s.median("data_time", window), s.latest("data_time").first);
-  std::string lr = s.has("lr") ? fmt::format("lr: {:.5g}  ", s.latest("lr").first) : "";
-  spdlog::info(" eta: {}  iter: {}  {}{}{}max_mem: {:.0f}M", hms(eta), iter, losses, times, lr,
-               peak_rss_mb());
-
-  // metrics.json: one line per iteration that has new values, keys sorted.
-  std::map<int64_t, nlohmann::json> lines;
-  for (const auto& [name, value] : s.latest_with_smoothing_hint(window))
-    if (value.second > last_written_) lines[value.second][name] = value.first;
-  if (lines.empty()) return;
-  std::ofstream out(metrics_json_, std::ios::app);
-  if (!out) throw Error("cannot append to '" + metrics_json_ + "'");
-  for (auto& [it, line] : lines) {
-    line["iteration"] = it;
-    out << line.dump() << "\n";  // nlohmann::json objects keep their keys sorted
-    last_written_ = std::max(last_written_, it);
-  }
 }
 
 }  // namespace detkit::engine

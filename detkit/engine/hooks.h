@@ -1,8 +1,7 @@
 #pragma once
 // The hooks of Detectron2's DefaultTrainer: iteration timer, LR schedule, periodic checkpoint,
-// periodic evaluation, periodic writers (console line and metrics.json).
+// periodic evaluation. The writers (console line, metrics.json) are in writers.h.
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,24 +61,5 @@ class EvalHook : public HookBase {
   std::function<void(Trainer&)> evaluate_;
   int64_t last_evaluated_ = -1;
 };
-
-/// Every `period` iterations and at the last: a console line (Detectron2's CommonMetricPrinter:
-/// eta, iter, losses, time, data_time, lr, peak memory) and new lines of metrics.json (one JSON
-/// object per iteration, keys sorted, as Detectron2's JSONWriter).
-class PeriodicWriter : public HookBase {
- public:
-  PeriodicWriter(std::string metrics_json, int64_t period = 20);
-  void after_step(Trainer& t) override;
-  void after_train(Trainer& t) override;
-
- private:
-  void write(Trainer& t);
-  std::string metrics_json_;
-  int64_t period_;
-  int64_t last_written_ = -1;
-};
-
-/// Peak resident memory of this process in MB.
-double peak_rss_mb();
 
 }  // namespace detkit::engine

@@ -5,7 +5,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "detkit/checkpoint/checkpointer.h"
-#include "detkit/data/image_io.h"
+#include "detkit/data/image/image_io.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 #include "detkit/evaluation/coco_report.h"
 #include "detkit/structures/instances.h"
 

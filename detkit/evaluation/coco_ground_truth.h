@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "detkit/data/coco_dataset.h"
+#include "detkit/data/coco/coco_dataset.h"
 #include "detkit/evaluation/coco_eval.h"
 #include "detkit/evaluation/coco_results.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "tests/data/coco_test_files.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/data/dataset_mapper.h"
 #include "tests/data/coco_test_files.h"
 

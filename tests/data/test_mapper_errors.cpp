@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "detkit/data/dataset_mapper.h"
-#include "detkit/data/image_io.h"
+#include "detkit/data/image/image_io.h"
 #include "detkit/utils/error.h"
 #include "tests/data/mapper_test_files.h"
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detkit/data/catalog.h"
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/utils/error.h"
 #include "tests/data/coco_test_files.h"
 #include "tests/data/mapper_test_files.h"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detkit/config/defaults.h"
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/solver/build.h"

@@ -13,7 +13,7 @@
 
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/checkpoint/torch_file.h"
-#include "detkit/data/shapes.h"
+#include "detkit/data/shapes/shapes.h"
 #include "detkit/utils/file_io.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_shapes.h"

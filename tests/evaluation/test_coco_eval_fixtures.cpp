@@ -8,7 +8,7 @@
 #include "detkit/evaluation/coco_eval.h"
 #include "detkit/evaluation/coco_report.h"
 #include "detkit/evaluation/coco_results.h"
-#include "detkit/data/coco.h"
+#include "detkit/data/coco/coco.h"
 
 namespace detkit::evaluation {
 namespace {

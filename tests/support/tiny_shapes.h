@@ -4,7 +4,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
-#include "detkit/data/shapes.h"
+#include "detkit/data/shapes/shapes.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit::testing {

@@ -9,7 +9,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
-#include "detkit/modeling/model_analysis.h"
+#include "detkit/analysis/model_analysis.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -40,9 +40,9 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
     std::shared_ptr<MetaArch> model;
     ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
     ++built;
-    auto rows = count_parameters(*model, 0);
-    std::cout << "[ build ] " << name << ": " << with_thousands_separators(rows[0].values[0])
-              << " parameters, " << with_thousands_separators(rows[0].values[1]) << " trainable\n";
+    auto rows = analysis::count_parameters(*model, 0);
+    std::cout << "[ build ] " << name << ": " << analysis::with_thousands_separators(rows[0].values[0])
+              << " parameters, " << analysis::with_thousands_separators(rows[0].values[1]) << " trainable\n";
     auto it = detectron2.find(name);
     if (it == detectron2.end()) continue;
     ++checked;
@@ -61,7 +61,7 @@ TEST(BuildConfigs, TrainableCountFollowsFreezeAt) {
   for (const auto& [freeze_at, frozen] : frozen_by_freeze_at) {
     auto cfg = load_config(config);
     cfg.merge_from_list({"MODEL.BACKBONE.FREEZE_AT", std::to_string(freeze_at)});
-    auto rows = count_parameters(*build_model(cfg), 0);
+    auto rows = analysis::count_parameters(*build_model(cfg), 0);
     EXPECT_EQ(rows[0].values[0] - rows[0].values[1], frozen) << "FREEZE_AT " << freeze_at;
   }
 }
@@ -72,13 +72,13 @@ TEST(BuildConfigs, StateDictOrderAndShapesMatchDetectron2) {
   auto model = build_model(fx.config());
   nlohmann::json meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
   std::vector<std::string> want = meta["state_dict_keys"];
-  auto entries = ordered_state_dict(*model);
+  auto entries = analysis::ordered_state_dict(*model);
   std::vector<std::string> got;
   for (const auto& [name, tensor] : entries) {
     got.push_back(name);
     auto w = fx.weights().find(name);
     ASSERT_NE(w, fx.weights().end()) << name;
-    EXPECT_EQ(shape_string(tensor), shape_string(w->second)) << name;
+    EXPECT_EQ(analysis::shape_string(tensor), analysis::shape_string(w->second)) << name;
   }
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "entry " << i;

@@ -1,0 +1,173 @@
+// Once the whole file is read: ids checked across arrays, categories numbered, images sorted by
+// id and annotations grouped by image (Detectron2's load_coco_json order).
+#include "detkit/data/coco/coco_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace detkit::data {
+namespace {
+
+// Positions 0..n-1 sorted (stably) by key(position).
+template <typename Key>
+std::vector<uint32_t> sorted_positions(size_t n, Key key) {
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  return order;
+}
+
+bool contains(std::vector<int64_t>& sorted_ids, int64_t id) {
+  return std::binary_search(sorted_ids.begin(), sorted_ids.end(), id);
+}
+
+}  // namespace
+
+void CocoDatasetBuilder::check_category_ids() {
+  std::vector<Category>& categories = ds_.categories_;
+  auto order = sorted_positions(categories.size(), [&](uint32_t i) { return categories[i].id; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (categories[order[k]].id == categories[order[k - 1]].id) {
+      problems_.add(fmt::format("categories[{}] and categories[{}] have the same id {}",
+                                category_element_[order[k - 1]], category_element_[order[k]],
+                                categories[order[k]].id));
+    }
+  }
+  std::vector<Category> sorted;
+  sorted.reserve(order.size());
+  for (uint32_t i : order) sorted.push_back(std::move(categories[i]));
+  categories = std::move(sorted);
+}
+
+void CocoDatasetBuilder::check_image_ids() {
+  auto order =
+      sorted_positions(ds_.image_ids_.size(), [&](uint32_t i) { return ds_.image_ids_[i]; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (ds_.image_ids_[order[k]] == ds_.image_ids_[order[k - 1]]) {
+      problems_.add(fmt::format("images[{}] and images[{}] have the same id {}",
+                                image_element_[order[k - 1]], image_element_[order[k]],
+                                ds_.image_ids_[order[k]]));
+    }
+  }
+  gather(ds_.image_ids_, order);
+  gather(ds_.heights_, order);
+  gather(ds_.widths_, order);
+  gather(ds_.name_begin_, order);
+  gather(ds_.name_size_, order);
+  gather(image_element_, order);
+}
+
+void CocoDatasetBuilder::check_annotation_ids() {
+  auto order = sorted_positions(ds_.ann_ids_.size(), [&](uint32_t i) { return ds_.ann_ids_[i]; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (ds_.ann_ids_[order[k]] == ds_.ann_ids_[order[k - 1]]) {
+      problems_.add(fmt::format("annotations[{}] and annotations[{}] have the same id {}",
+                                ann_element_[order[k - 1]], ann_element_[order[k]],
+                                ds_.ann_ids_[order[k]]));
+    }
+  }
+}
+
+void CocoDatasetBuilder::resolve_annotations(PodArray<uint32_t>& image_of) {
+  std::sort(rejected_image_ids_.begin(), rejected_image_ids_.end());
+  std::sort(rejected_category_ids_.begin(), rejected_category_ids_.end());
+  const int64_t* ids_begin = ds_.image_ids_.begin();
+  const int64_t* ids_end = ds_.image_ids_.end();
+  const auto& categories = ds_.categories_;
+  image_of.resize(ds_.ann_ids_.size());
+  ds_.ann_class_.resize(ds_.ann_ids_.size());
+  for (size_t a = 0; a < ds_.ann_ids_.size(); ++a) {
+    // Messages are built only when something is wrong.
+    auto describe = [&] { return fmt::format("annotations[{}]", ann_element_[a]); };
+    auto note = [&] { return fmt::format(" (annotation id {})", ds_.ann_ids_[a]); };
+
+    const int64_t image_id = ann_image_ids_[a];
+    const int64_t* image = std::lower_bound(ids_begin, ids_end, image_id);
+    if (image == ids_end || *image != image_id) {
+      if (!contains(rejected_image_ids_, image_id)) {
+        problems_.add(
+            fmt::format("{}: image_id {} is not in images{}", describe(), image_id, note()));
+      }
+    } else {
+      image_of[a] = static_cast<uint32_t>(image - ids_begin);
+    }
+
+    const int64_t category_id = ann_category_ids_[a];
+    auto category = std::lower_bound(categories.begin(), categories.end(), category_id,
+                                     [](const Category& c, int64_t id) { return c.id < id; });
+    if (category == categories.end() || category->id != category_id) {
+      if (!contains(rejected_category_ids_, category_id)) {
+        problems_.add(fmt::format("{}: category_id {} is not in categories{}", describe(),
+                                  category_id, note()));
+      }
+    } else {
+      ds_.ann_class_[a] = static_cast<int32_t>(category - categories.begin());
+    }
+
+    if (ds_.ann_rle_[a] >= 0 && image != ids_end && *image == image_id) {
+      const CocoDataset::Rle& rle = ds_.rles_[ds_.ann_rle_[a]];
+      const size_t i = image_of[a];
+      if (rle.h != ds_.heights_[i] || rle.w != ds_.widths_[i]) {
+        problems_.add(fmt::format(
+            "{}.segmentation.size: [{}, {}] differs from the height and width [{}, {}] of image "
+            "id {}{}",
+            describe(), rle.h, rle.w, ds_.heights_[i], ds_.widths_[i], image_id, note()));
+      }
+    }
+  }
+}
+
+void CocoDatasetBuilder::group_annotations_by_image(const PodArray<uint32_t>& image_of) {
+  // Counting sort: stable, so each image keeps its annotations in file order.
+  const size_t num_images = ds_.image_ids_.size();
+  ds_.image_ann_begin_.resize(0);
+  ds_.image_ann_begin_.resize(num_images + 1);
+  for (uint32_t i : image_of) ++ds_.image_ann_begin_[i + 1];
+  for (size_t i = 0; i < num_images; ++i) ds_.image_ann_begin_[i + 1] += ds_.image_ann_begin_[i];
+  std::vector<uint32_t> order(image_of.size());
+  std::vector<uint64_t> next(ds_.image_ann_begin_.begin(), ds_.image_ann_begin_.end() - 1);
+  for (uint32_t a = 0; a < image_of.size(); ++a) order[next[image_of[a]]++] = a;
+  gather(ds_.ann_ids_, order);
+  gather(ds_.ann_class_, order);
+  gather(ds_.ann_iscrowd_, order);
+  gather(ds_.ann_bbox_, order);
+  gather(ds_.ann_area_, order);
+  gather(ds_.ann_poly_begin_, order);
+  gather(ds_.ann_poly_count_, order);
+  gather(ds_.ann_rle_, order);
+}
+
+CocoDataset CocoDatasetBuilder::finish() {
+  check_category_ids();
+  check_image_ids();
+  check_annotation_ids();
+  PodArray<uint32_t> image_of;
+  resolve_annotations(image_of);
+  if (!problems_.empty()) return {};
+  group_annotations_by_image(image_of);
+
+  CocoDataset& ds = ds_;
+  for (auto* array : {&ds.image_ids_, &ds.ann_ids_}) array->shrink_to_fit();
+  for (auto* array : {&ds.heights_, &ds.widths_, &ds.ann_class_, &ds.ann_rle_}) {
+    array->shrink_to_fit();
+  }
+  for (auto* array : {&ds.name_begin_, &ds.image_ann_begin_, &ds.poly_coord_begin_}) {
+    array->shrink_to_fit();
+  }
+  for (auto* array : {&ds.name_size_, &ds.ann_poly_begin_, &ds.ann_poly_count_, &ds.rle_counts_}) {
+    array->shrink_to_fit();
+  }
+  ds.ann_iscrowd_.shrink_to_fit();
+  ds.ann_bbox_.shrink_to_fit();
+  ds.ann_area_.shrink_to_fit();
+  ds.coords_.shrink_to_fit();
+  ds.names_.shrink_to_fit();
+  ds.rle_chars_.shrink_to_fit();
+  ds.rles_.shrink_to_fit();
+  return std::move(ds_);
+}
+
+}  // namespace detkit::data

@@ -1,0 +1,59 @@
+#pragma once
+// Drawing detections and ground truth onto images (Detectron2's Visualizer, with OpenCV): a
+// translucent mask with an outline, a box and a label ("person 87%") on a filled background,
+// each instance in its own colour. Images smaller than VisualizerOptions::min_short_side are
+// drawn enlarged so that labels stay legible.
+//
+//   cv::Mat canvas = draw_predictions(bgr, instances, class_names);
+//   cv::imwrite("out.png", canvas);
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+#include "detkit/structures/instances.h"
+
+namespace detkit::visualization {
+
+struct VisualizerOptions {
+  double mask_alpha = 0.45;  // opacity of the mask fill
+  int min_short_side = 400;  // smaller images are enlarged (integer factor) before drawing
+};
+
+/// One object to draw, in the image's pixel coordinates.
+struct DrawnInstance {
+  std::array<double, 4> box{};  // XYXY
+  std::string label;            // empty: no label
+  cv::Mat mask;                 // CV_8U, image size, non-zero inside; empty: no mask
+  std::vector<std::vector<cv::Point2d>> polygons;  // drawn as the mask when `mask` is empty
+};
+
+/// The colour of the k-th instance (BGR): hues spread by the golden ratio, so neighbours differ.
+cv::Scalar instance_color(size_t k);
+
+/// Draws `instances` (larger boxes first, labels last so none is hidden) onto a copy of `bgr`
+/// (CV_8UC3). The result is `bgr`'s size times the enlargement factor.
+cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& instances,
+                       const VisualizerOptions& options = {});
+
+/// "name" from `class_names`, or "class N" when the index is outside it.
+std::string class_label(int64_t class_index, const std::vector<std::string>& class_names);
+
+/// A model's predictions (pred_boxes, scores, pred_classes, optional pred_masks (R, H, W)),
+/// labelled "name 87%".
+cv::Mat draw_predictions(const cv::Mat& bgr, const structures::Instances& predictions,
+                         const std::vector<std::string>& class_names,
+                         const VisualizerOptions& options = {});
+
+/// Training targets (gt_boxes, gt_classes, optional gt_masks as polygons or bitmasks), labelled
+/// with the class name.
+cv::Mat draw_ground_truth(const cv::Mat& bgr, const structures::Instances& targets,
+                          const std::vector<std::string>& class_names,
+                          const VisualizerOptions& options = {});
+
+/// A (3, H, W) float image of 0..255 in `format` ("BGR" or "RGB") order as (H, W, 3) uint8 BGR.
+cv::Mat tensor_to_bgr_image(const at::Tensor& chw, const std::string& format);
+
+}  // namespace detkit::visualization
