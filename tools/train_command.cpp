@@ -7,6 +7,7 @@
 
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/config/defaults.h"
+#include "detkit/distributed/gloo_communicator.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
@@ -49,6 +50,8 @@ CommandRunner add_train_command(CLI::App& app) {
           "--num-gpus > 1 and --num-machines > 1 (distributed training) are not yet "
           "supported: run with one process");
     if (o->machine_rank != 0) throw Error("--machine-rank must be 0 with one machine");
+    // Started by torchrun (or anything that sets its variables): join the job first.
+    distributed::init_from_environment();
     const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     uint64_t seed = engine::default_setup(cfg);
     engine::ensure_builtin_datasets(cfg);

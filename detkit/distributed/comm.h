@@ -5,7 +5,10 @@
 // group. Everything that writes files for the whole job (config.yaml, metrics.json, checkpoints,
 // evaluation results) asks is_main_process(); every rank's randomness that must differ between
 // ranks takes get_rank().
+#include <ATen/core/Tensor.h>
+
 #include <memory>
+#include <vector>
 
 namespace detkit::distributed {
 
@@ -29,13 +32,20 @@ class Communicator {
   virtual const Topology& topology() const = 0;
   /// Returns once every rank has called it.
   virtual void barrier() = 0;
+  /// Replaces each tensor by its sum over all ranks (every rank calls it with tensors of the
+  /// same shapes, in the same order).
+  virtual void all_reduce_sum(std::vector<at::Tensor>& tensors) = 0;
+  /// Replaces each tensor by rank `root`'s.
+  virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
 };
 
-/// The only rank of a world of one: barrier() returns at once.
+/// The only rank of a world of one: every collective returns at once, tensors unchanged.
 class SingleProcess : public Communicator {
  public:
   const Topology& topology() const override { return topology_; }
   void barrier() override {}
+  void all_reduce_sum(std::vector<at::Tensor>&) override {}
+  void broadcast(std::vector<at::Tensor>&, int) override {}
 
  private:
   Topology topology_;
@@ -56,5 +66,15 @@ int get_local_size();
 bool is_main_process();
 /// A barrier across all ranks; returns at once in a world of one (Detectron2's synchronize).
 void synchronize();
+
+/// Data-parallel gradient averaging (what DDP does after backward): every parameter's gradient
+/// becomes its mean over the ranks. A parameter without a gradient on some ranks counts as zero
+/// there; one without a gradient on every rank keeps none (as DDP leaves globally unused
+/// parameters alone). Nothing in a world of one. Gradients travel in buckets of about 25 MB.
+void average_gradients(const std::vector<at::Tensor>& parameters);
+
+/// Copies rank 0's values of `tensors` (parameters and buffers) to every rank, as DDP does when
+/// it wraps a model, so that all ranks start from the same weights.
+void broadcast_from_main(const std::vector<at::Tensor>& tensors);
 
 }  // namespace detkit::distributed

@@ -40,7 +40,10 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   }
   int64_t seed = cfg.get_int("SEED");
   if (seed < 0) {
-    seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+    // One random seed for the whole job (Detectron2's shared_random_seed): rank 0's.
+    std::vector<at::Tensor> shared = {at::tensor({static_cast<int64_t>(std::random_device{}() & 0x7fffffff)})};
+    distributed::communicator().broadcast(shared, 0);
+    seed = shared[0].item<int64_t>();
     spdlog::info("SEED is negative: using seed {}", seed);
   }
   at::manual_seed(static_cast<uint64_t>(seed) + static_cast<uint64_t>(rank));
@@ -63,15 +66,19 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
   }
 }
 
+void check_can_evaluate(const config::CfgNode& cfg) {
+  if (!cfg.get_string_list("DATASETS.TEST").empty() && distributed::get_world_size() > 1)
+    throw Error("rank " + std::to_string(distributed::get_rank()) + ": evaluating DATASETS.TEST on " +
+                std::to_string(distributed::get_world_size()) +
+                " ranks needs the predictions gathered to rank 0, which detkit does not do yet; "
+                "set DATASETS.TEST \"()\" and evaluate in one process (detkit train --eval-only)");
+}
+
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
-  if (!names.empty() && distributed::get_world_size() > 1)
-    throw Error("rank " + std::to_string(distributed::get_rank()) + ": evaluating DATASETS.TEST on " +
-                std::to_string(distributed::get_world_size()) +
-                " ranks needs the predictions gathered to rank 0, which detkit does not do yet; "
-                "evaluate in one process (detkit train --eval-only)");
+  check_can_evaluate(cfg);
   for (const auto& name : names) {
     auto loader = data::build_detection_test_loader(cfg, name);
     std::string out = cfg.get_string("OUTPUT_DIR") + "/inference";
@@ -91,6 +98,7 @@ DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed)
     // As Detectron2's: a config written for SOLVER.REFERENCE_WORLD_SIZE workers, scaled to this
     // job's (batch, LR, schedule); unchanged when the key is 0.
     : cfg_(solver::auto_scale_workers(cfg, distributed::get_world_size())), seed_(seed) {
+  check_can_evaluate(cfg_);  // before training, not after it
   model_ = modeling::build_model(cfg_);
   optimizer_ = solver::build_optimizer(cfg_, *model_);
   scheduler_ = solver::build_lr_scheduler(cfg_, *optimizer_);
@@ -119,6 +127,10 @@ void DefaultTrainer::train() {
   loader_ = data::build_detection_train_loader(cfg_, distributed::get_rank(),
                                                distributed::get_world_size(), seed_,
                                                std::min(start_iter_, max_iter));
+  // Every rank starts from rank 0's weights (what DDP does when it wraps the model).
+  std::vector<at::Tensor> state = model_->parameters();
+  for (const auto& b : model_->buffers()) state.push_back(b);
+  distributed::broadcast_from_main(state);
   trainer_ = std::make_unique<Trainer>(
       model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
   trainer_->register_hook(std::make_shared<IterationTimer>());

@@ -110,6 +110,10 @@ void Trainer::backward(const at::Tensor& total) {
   total.backward();
 }
 
+void Trainer::synchronize_gradients() {
+  if (distributed::get_world_size() > 1) distributed::average_gradients(optimizer_.parameters());
+}
+
 void Trainer::optimizer_step() {
   if (!optimizer_.step()) ++skipped_steps_;
 }

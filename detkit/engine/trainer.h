@@ -68,8 +68,9 @@ class Trainer {
   virtual at::Tensor sum_losses(const structures::LossDict& losses);
   /// Fresh gradients of `total` (the previous step's are dropped first).
   virtual void backward(const at::Tensor& total);
-  /// Where data-parallel training averages gradients across ranks; nothing in one process.
-  virtual void synchronize_gradients() {}
+  /// Data-parallel training: every gradient becomes its mean over the ranks
+  /// (distributed::average_gradients); nothing in one process.
+  virtual void synchronize_gradients();
   /// Applies the gradients; a step the optimizer skips is counted (skipped_steps()).
   virtual void optimizer_step();
 

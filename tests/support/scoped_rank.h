@@ -13,7 +13,10 @@ class CountingCommunicator : public distributed::Communicator {
   explicit CountingCommunicator(distributed::Topology t) : topology_(t) {}
   const distributed::Topology& topology() const override { return topology_; }
   void barrier() override { ++barriers; }
-  int barriers = 0;
+  // No other ranks: a sum over ranks is this rank's value, a broadcast leaves it.
+  void all_reduce_sum(std::vector<at::Tensor>&) override { ++collectives; }
+  void broadcast(std::vector<at::Tensor>&, int) override { ++collectives; }
+  int barriers = 0, collectives = 0;
 
  private:
   distributed::Topology topology_;

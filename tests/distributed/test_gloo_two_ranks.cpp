@@ -1,0 +1,269 @@
+// Two real ranks over Gloo on 127.0.0.1: the test starts two copies of this binary (each runs
+// GlooWorker.TwoRanksTrainLikeOneProcess with torchrun's variables set) on a free port and waits
+// for both, with a time-out. Each worker checks the collectives, the gradient averaging (a
+// parameter with a gradient on one rank only, one with none), and that two ranks training a toy
+// model from different initial weights on different batches end with exactly the weights of one
+// process training on both batches at once.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <torch/nn/modules/linear.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "detkit/config/defaults.h"
+#include "detkit/distributed/gloo_communicator.h"
+#include "detkit/engine/trainer.h"
+#include "detkit/solver/build.h"
+#include "detkit/utils/error.h"
+#include "tests/support/temp_dir.h"
+
+extern char** environ;
+
+namespace detkit::distributed {
+namespace {
+
+// A port nothing listens on now (the kernel's pick for a bound-and-closed socket).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class Toy : public modeling::MetaArch {
+ public:
+  Toy() : fc_(register_module("fc", torch::nn::Linear(3, 2))) {}
+  structures::LossDict losses(const std::vector<structures::ModelInput>& batch) override {
+    at::Tensor loss = at::zeros({});
+    for (const auto& input : batch) {
+      const at::Tensor out = fc_->forward(input.image.mean({1, 2}).unsqueeze(0)).squeeze(0);
+      loss = loss + (out - at::tensor({1.0f, -1.0f})).pow(2).sum();
+    }
+    return {{"loss_toy", loss / static_cast<double>(batch.size())}};
+  }
+  std::vector<structures::Instances> inference(
+      const std::vector<structures::ModelInput>& batch) override {
+    return std::vector<structures::Instances>(batch.size(), structures::Instances(1, 1));
+  }
+
+ private:
+  torch::nn::Linear fc_;
+};
+
+// Image k of rank r at iteration i: the same values wherever it is made.
+structures::ModelInput sample(int rank, int64_t iter, int k) {
+  auto gen = at::detail::createCPUGenerator(1000 * rank + 10 * iter + k);
+  structures::ModelInput input;
+  input.image = at::rand({3, 4, 4}, gen);
+  input.height = input.width = 4;
+  return input;
+}
+
+// Trains `model` for 3 iterations on batches from `ranks` (2 images of each); returns fc.weight.
+at::Tensor train(const std::shared_ptr<Toy>& model, const std::vector<int>& ranks) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"SOLVER.BASE_LR", "0.1", "SOLVER.MOMENTUM", "0.9", "SOLVER.WEIGHT_DECAY",
+                       "0.001"});
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  int64_t iter = 0;
+  engine::Trainer trainer(
+      model, *optimizer,
+      [&] {
+        std::vector<structures::ModelInput> batch;
+        for (int r : ranks)
+          for (int k = 0; k < 2; ++k) batch.push_back(sample(r, iter, k));
+        ++iter;
+        return batch;
+      },
+      1);
+  trainer.train(0, 3);
+  return model->named_parameters()["fc.weight"].detach().clone();
+}
+
+TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
+  if (!std::getenv("DETKIT_GLOO_WORKER"))
+    GTEST_SKIP() << "one rank of GlooTwoRanks.TrainLikeOneProcess; runs only when it starts it";
+  ASSERT_TRUE(init_from_environment());
+  const int rank = get_rank();
+  ASSERT_EQ(get_world_size(), 2);
+
+  std::vector<at::Tensor> t = {at::full({3}, rank + 1.0f)};
+  communicator().all_reduce_sum(t);
+  EXPECT_TRUE(t[0].equal(at::full({3}, 3.0f)));
+  t = {at::full({2}, 10.0f * rank)};
+  communicator().broadcast(t, 0);
+  EXPECT_TRUE(t[0].equal(at::zeros({2})));
+  synchronize();
+
+  // Gradient averaging: p0 has a gradient on both ranks, p1 on rank 0 only, p2 on neither.
+  std::vector<at::Tensor> params = {at::zeros({2}).requires_grad_(), at::zeros({2}).requires_grad_(),
+                                    at::zeros({2}).requires_grad_()};
+  params[0].mutable_grad() = at::full({2}, rank == 0 ? 1.0f : 3.0f);
+  if (rank == 0) params[1].mutable_grad() = at::full({2}, 4.0f);
+  average_gradients(params);
+  EXPECT_TRUE(params[0].grad().equal(at::full({2}, 2.0f)));
+  EXPECT_TRUE(params[1].grad().equal(at::full({2}, 2.0f)));
+  EXPECT_FALSE(params[2].grad().defined());
+
+  // Different initial weights on each rank: broadcast_from_main makes them rank 0's.
+  torch::manual_seed(rank);
+  auto model = std::make_shared<Toy>();
+  std::vector<at::Tensor> state;
+  for (const auto& p : model->parameters()) state.push_back(p);
+  broadcast_from_main(state);
+  torch::manual_seed(0);
+  auto reference = std::make_shared<Toy>();  // rank 0's initial weights
+  EXPECT_TRUE(model->named_parameters()["fc.weight"].equal(reference->named_parameters()["fc.weight"]));
+
+  const at::Tensor two_ranks = train(model, {rank});
+  const at::Tensor one_process = train(reference, {0, 1});
+  const double diff = (two_ranks - one_process).abs().max().item<double>();
+  std::cout << "[ gloo ] rank " << rank << ": max |weight difference| to one process " << diff
+            << "\n";
+  EXPECT_LT(diff, 1e-6);
+  synchronize();
+}
+
+// Starts this binary as one rank; returns its pid.
+pid_t start_rank(int rank, int port, const std::string& log) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  for (const std::string& v : std::vector<std::string>{"DETKIT_GLOO_WORKER=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+        "MASTER_PORT=" + std::to_string(port), "RANK=" + std::to_string(rank),
+        "LOCAL_RANK=" + std::to_string(rank), "OMP_NUM_THREADS=1"})
+    env.push_back(v);
+  std::vector<char*> envp;
+  for (auto& v : env) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=GlooWorker.TwoRanksTrainLikeOneProcess";
+  char* argv[] = {exe.data(), filter.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(GlooTwoRanks, TrainLikeOneProcess) {
+  testing::TempDir dir("gloo_two_ranks");
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < 2; ++rank) {
+    pids.push_back(start_rank(rank, port, dir.path("rank" + std::to_string(rank) + ".log")));
+    ASSERT_GT(pids.back(), 0);
+  }
+  std::vector<int> status(2, -1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int running = 2;
+  while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int r = 0; r < 2; ++r) {
+      int st = 0;
+      if (status[r] == -1 && waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        --running;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (status[r] == -1) {  // hung: stop it, and say so
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], nullptr, 0);
+    }
+    const std::string log = read_file(dir.path("rank" + std::to_string(r) + ".log"));
+    for (const char* line : {"[ gloo ]"})
+      if (log.find(line) != std::string::npos)
+        std::cout << log.substr(log.find(line), log.find('\n', log.find(line)) - log.find(line))
+                  << "\n";
+    EXPECT_EQ(status[r], 0) << "rank " << r << (status[r] == -1 ? " did not finish in 120 s" : "")
+                            << "; its output:\n"
+                            << log;
+  }
+}
+
+TEST(GlooTwoRanks, ARankWhoseMasterNeverComesIsNamed) {
+  const int port = free_port();
+  Rendezvous r;
+  r.master_port = port;
+  r.timeout = std::chrono::seconds(2);
+  try {
+    GlooCommunicator comm({1, 2, 1, 2}, r);
+    ADD_FAILURE() << "joined a job whose rank 0 never started";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    std::cout << "[ gloo ] " << message.substr(0, 200) << "\n";
+    EXPECT_EQ(message.rfind("rank 1 of 2 at 127.0.0.1:" + std::to_string(port) +
+                                ": could not join the job",
+                            0),
+              0u)
+        << message;
+  }
+}
+
+TEST(GlooTwoRanks, LaunchVariablesAreNamedWhenMissing) {
+  struct Env {
+    const char* name;
+    std::optional<std::string> saved;
+  };
+  std::vector<Env> vars = {{"WORLD_SIZE", {}}, {"RANK", {}}, {"MASTER_ADDR", {}}, {"MASTER_PORT", {}}};
+  for (auto& v : vars) {
+    if (const char* s = std::getenv(v.name)) v.saved = s;
+    unsetenv(v.name);
+  }
+  EXPECT_FALSE(init_from_environment());  // no WORLD_SIZE: one process
+  setenv("WORLD_SIZE", "2", 1);
+  auto message = [] {
+    try {
+      init_from_environment();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(), "distributed launch: environment variable RANK is not set");
+  setenv("RANK", "one", 1);
+  EXPECT_EQ(message(), "distributed launch: RANK='one' is not a non-negative integer");
+  setenv("RANK", "1", 1);
+  EXPECT_EQ(message(), "distributed launch: environment variable MASTER_ADDR is not set");
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  EXPECT_EQ(message(), "distributed launch: environment variable MASTER_PORT is not set");
+  setenv("RANK", "2", 1);
+  setenv("MASTER_PORT", "1", 1);
+  EXPECT_EQ(message(), "rank 2 is outside a world of 2");
+  for (auto& v : vars) {
+    if (v.saved)
+      setenv(v.name, v.saved->c_str(), 1);
+    else
+      unsetenv(v.name);
+  }
+  EXPECT_EQ(get_world_size(), 1);
+}
+
+}  // namespace
+}  // namespace detkit::distributed
