@@ -47,8 +47,9 @@ CommandRunner add_train_command(CLI::App& app) {
     o->overrides = overrides_of(*cmd);
     if (o->num_gpus > 1 || o->num_machines > 1)
       throw Error(
-          "--num-gpus > 1 and --num-machines > 1 (distributed training) are not yet "
-          "supported: run with one process");
+          "--num-gpus > 1 and --num-machines > 1: detkit does not start its worker processes "
+          "itself yet; start one `detkit train` per rank with torchrun, or with RANK, WORLD_SIZE, "
+          "MASTER_ADDR and MASTER_PORT set (LOCAL_RANK, LOCAL_WORLD_SIZE optional)");
     if (o->machine_rank != 0) throw Error("--machine-rank must be 0 with one machine");
     // Started by torchrun (or anything that sets its variables): join the job first.
     distributed::init_from_environment();

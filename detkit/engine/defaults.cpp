@@ -51,7 +51,8 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   return static_cast<uint64_t>(seed);
 }
 
-void ensure_builtin_datasets(const config::CfgNode& cfg) {
+namespace {
+void make_missing_builtin_datasets(const config::CfgNode& cfg) {
   std::vector<std::string> names = cfg.get_string_list("DATASETS.TRAIN");
   for (const auto& n : cfg.get_string_list("DATASETS.TEST")) names.push_back(n);
   for (const auto& name : names) {
@@ -64,6 +65,13 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
                  options.out_dir, options.num_train, options.num_val);
     data::make_shapes(options);
   }
+}
+}  // namespace
+
+void ensure_builtin_datasets(const config::CfgNode& cfg) {
+  // Rank 0 makes what is missing; the other ranks wait for it instead of writing the same files.
+  if (distributed::is_main_process()) make_missing_builtin_datasets(cfg);
+  distributed::synchronize();
 }
 
 void check_can_evaluate(const config::CfgNode& cfg) {
