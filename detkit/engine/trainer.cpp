@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "detkit/distributed/comm.h"
@@ -84,6 +85,33 @@ structures::LossDict Trainer::forward(const std::vector<structures::ModelInput>&
   return model_->losses(batch);
 }
 
+namespace {
+// Several ranks: each loss becomes its mean over the ranks (the metrics Detectron2 records), the
+// total their sum, and `where` names the ranks whose own total was not finite, so that every
+// rank stops at the same step with the same error instead of waiting for the others.
+void reduce_loss_values(std::map<std::string, double>& values, double& total, std::string& where) {
+  const int world = distributed::get_world_size();
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<at::Tensor> buffer = {at::zeros({n + world}, at::kDouble)};
+  double* d = buffer[0].data_ptr<double>();
+  int64_t i = 0;
+  for (const auto& [name, v] : values) d[i++] = v;
+  d[n + distributed::get_rank()] = std::isfinite(total) ? 0.0 : 1.0;
+  distributed::communicator().all_reduce_sum(buffer);
+  d = buffer[0].data_ptr<double>();
+  i = 0;
+  total = 0;
+  for (auto& [name, v] : values) total += (v = d[i++] / world);
+  std::string ranks;
+  for (int r = 0; r < world; ++r)
+    if (d[n + r] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  if (!ranks.empty()) {
+    where = " on rank " + ranks + " (the means over the ranks follow)";
+    total = std::numeric_limits<double>::quiet_NaN();
+  }
+}
+}  // namespace
+
 at::Tensor Trainer::sum_losses(const structures::LossDict& losses) {
   at::Tensor total;
   std::map<std::string, double> values;
@@ -92,11 +120,13 @@ at::Tensor Trainer::sum_losses(const structures::LossDict& losses) {
     values[name] = loss.item<double>();
   }
   if (!total.defined()) throw Error("the model returned no losses");
-  const double total_value = total.item<double>();
+  double total_value = total.item<double>();
+  std::string where;
+  if (distributed::get_world_size() > 1) reduce_loss_values(values, total_value, where);
   if (!std::isfinite(total_value)) {
     std::ostringstream terms;
     for (const auto& [name, v] : values) terms << " " << name << "=" << v;
-    throw Error("loss became infinite or NaN:" + terms.str());
+    throw Error("loss became infinite or NaN" + where + ":" + terms.str());
   }
   storage_.put_scalar("total_loss", total_value);
   for (const auto& [name, v] : values) storage_.put_scalar(name, v);

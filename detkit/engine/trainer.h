@@ -63,8 +63,9 @@ class Trainer {
   virtual std::vector<structures::ModelInput> fetch_batch();
   /// The loss dict of `batch`, with the in-step generator seeded for this iteration.
   virtual structures::LossDict forward(const std::vector<structures::ModelInput>& batch);
-  /// Their sum; records each loss and "total_loss". A non-finite sum is a detkit::Error naming
-  /// every term, raised before any weight changes.
+  /// Their sum; records each loss and "total_loss" (with several ranks, their means over the
+  /// ranks). A non-finite sum is a detkit::Error naming every term, raised before any weight
+  /// changes; with several ranks every rank raises it at the same step, naming the rank.
   virtual at::Tensor sum_losses(const structures::LossDict& losses);
   /// Fresh gradients of `total` (the previous step's are dropped first).
   virtual void backward(const at::Tensor& total);

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -137,6 +138,28 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
   std::cout << "[ gloo ] rank " << rank << ": max |weight difference| to one process " << diff
             << "\n";
   EXPECT_LT(diff, 1e-6);
+
+  // A NaN loss on rank 1 at iteration 1 stops both ranks there, with the same message.
+  config::CfgNode cfg = config::get_cfg();
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  int64_t iter = 0;
+  engine::Trainer trainer(
+      model, *optimizer,
+      [&] {
+        structures::ModelInput input = sample(rank, iter, 0);
+        if (rank == 1 && iter == 1) input.image.fill_(std::numeric_limits<float>::quiet_NaN());
+        ++iter;
+        return std::vector{input};
+      },
+      1);
+  try {
+    trainer.train(0, 3);
+    ADD_FAILURE() << "rank " << rank << " trained past a NaN loss on rank 1";
+  } catch (const Error& e) {
+    std::cout << "[ gloo ] rank " << rank << ": " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()).rfind("iteration 1: loss became infinite or NaN on rank 1", 0), 0u)
+        << e.what();
+  }
   synchronize();
 }
 
@@ -197,8 +220,9 @@ TEST(GlooTwoRanks, TrainLikeOneProcess) {
       waitpid(pids[r], nullptr, 0);
     }
     const std::string log = read_file(dir.path("rank" + std::to_string(r) + ".log"));
-    const size_t at = log.find("[ gloo ]");  // the worker's measured difference
-    if (at != std::string::npos) std::cout << log.substr(at, log.find('\n', at) - at) << "\n";
+    // What the worker measured and the error it stopped with.
+    for (size_t at = log.find("[ gloo ]"); at != std::string::npos; at = log.find("[ gloo ]", at + 1))
+      std::cout << log.substr(at, log.find('\n', at) - at) << "\n";
     EXPECT_EQ(status[r], 0) << "rank " << r << (status[r] == -1 ? " did not finish in 120 s" : "")
                             << "; its output:\n"
                             << log;
