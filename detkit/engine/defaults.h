@@ -43,6 +43,8 @@ class DefaultTrainer {
   void resume_or_load(bool resume);
   void train();
   const std::shared_ptr<modeling::MetaArch>& model() const { return model_; }
+  /// The config it trains with: the one given, scaled to the job by auto_scale_workers.
+  const config::CfgNode& config() const { return cfg_; }
   /// The last evaluation's reports, by dataset and task.
   const std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>>& results() const {
     return results_;

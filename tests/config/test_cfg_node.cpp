@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "detkit/config/defaults.h"
+#include "detkit/utils/error.h"
 
 namespace detkit::config {
 
@@ -41,6 +44,23 @@ TEST(CfgNode, OverridesParseToTheKeysType) {
   EXPECT_EQ(cfg.get_string("OUTPUT_DIR"), "2024");
   cfg.merge_from_list({"SOLVER.WEIGHT_DECAY_BIAS", "None"});
   EXPECT_TRUE(cfg.get("SOLVER.WEIGHT_DECAY_BIAS").is_null());
+}
+
+TEST(KeyReadRecorder, RecordsTheKeysReadWhileItLivesOneAtATime) {
+  const CfgNode cfg = get_cfg();
+  cfg.get_int("SOLVER.MAX_ITER");  // before: not recorded
+  std::set<std::string> keys;
+  {
+    KeyReadRecorder recorder;
+    EXPECT_THROW(KeyReadRecorder second, Error);
+    cfg.get_float("SOLVER.BASE_LR");
+    CfgNode copy = cfg;
+    copy.get_string_list("DATASETS.TRAIN");
+    keys = recorder.keys();
+  }
+  EXPECT_EQ(keys, (std::set<std::string>{"DATASETS.TRAIN", "SOLVER.BASE_LR"}));
+  KeyReadRecorder again;  // the first one is gone
+  EXPECT_TRUE(again.keys().empty());
 }
 
 TEST(CfgNode, CopiesAreIndependentAndFreezeStopsChanges) {

@@ -1,11 +1,13 @@
 // Rank awareness in training: what belongs to the whole job (config.yaml, metrics.json,
 // checkpoints) is written by rank 0 only, every rank logs to its own file, the in-step seed
 // differs between ranks, and a one-process run keeps the seeds it always had.
+#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
 
+#include "detkit/config/defaults.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/utils/error.h"
@@ -52,6 +54,69 @@ TEST(RankGating, EvaluatingOnManyRanksIsRefusedUntilPredictionsAreGathered) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(RankGating, ManyRanksWithDatasetsTestAreRefusedBeforeTraining) {
+  testing::TinySetup setup("rank_gating_early");
+  const config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_early");
+  testing::ScopedRank scoped(0, 2);
+  try {
+    DefaultTrainer trainer(cfg, 1);
+    ADD_FAILURE() << "a 2-rank trainer with DATASETS.TEST was built";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0: evaluating DATASETS.TEST on 2 ranks"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(RankGating, OnlyRankZeroMakesTheBuiltInDatasetAndTheOthersWait) {
+  testing::TempDir dir("rank_gating_shapes");
+  setenv("DETKIT_DATASETS", dir.path("datasets").c_str(), 1);
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"DATASETS.TRAIN", "('shapes_train',)", "DATASETS.TEST", "()"});
+  {
+    testing::ScopedRank scoped(1, 2);
+    ensure_builtin_datasets(cfg);
+    EXPECT_FALSE(fs::exists(dir.path("datasets/shapes"))) << "rank 1 made the dataset";
+    EXPECT_EQ(scoped.barriers(), 1);
+  }
+  unsetenv("DETKIT_DATASETS");
+}
+
+TEST(RankGating, ANegativeSeedIsRankZerosOnEveryRank) {
+  testing::TinySetup setup("rank_gating_seed");
+  config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_seed");
+  cfg.merge_from_list({"SEED", "-1"});
+  testing::ScopedRank scoped(1, 2);
+  default_setup(cfg);
+  EXPECT_EQ(scoped.collectives(), 1);  // the seed came from rank 0's broadcast
+  cfg.merge_from_list({"SEED", "5"});
+  EXPECT_EQ(default_setup(cfg), 5u);
+  EXPECT_EQ(scoped.collectives(), 1);  // a set SEED is shared as it is
+}
+
+TEST(RankGating, DefaultTrainerScalesAConfigWrittenForAnotherWorldSize) {
+  testing::TinySetup setup("rank_gating_scale");
+  config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_scale");
+  // Written for 2 workers with 2 images in all; run by 1: 1 image, half the LR, twice the steps.
+  cfg.merge_from_list({"DATASETS.TEST", "()", "SOLVER.REFERENCE_WORLD_SIZE", "2"});
+  DefaultTrainer trainer(cfg, 1);
+  EXPECT_EQ(trainer.config().get_int("SOLVER.IMS_PER_BATCH"), 1);
+  EXPECT_DOUBLE_EQ(trainer.config().get_float("SOLVER.BASE_LR"), 0.005);
+  EXPECT_EQ(trainer.config().get_int("SOLVER.MAX_ITER"), 12);
+  EXPECT_EQ(trainer.config().get_int("SOLVER.REFERENCE_WORLD_SIZE"), 1);
+}
+
+TEST(RankGating, CudnnBenchmarkIsApplied) {
+  testing::TinySetup setup("rank_gating_cudnn");
+  config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_cudnn");
+  cfg.merge_from_list({"CUDNN_BENCHMARK", "True"});
+  default_setup(cfg);
+  EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
+  cfg.merge_from_list({"CUDNN_BENCHMARK", "False"});
+  default_setup(cfg);
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
 }
 
 TEST(RankGating, TheInStepSeedDependsOnTheRankAndRankZeroKeepsItsOldSeed) {

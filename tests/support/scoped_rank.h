@@ -33,6 +33,7 @@ class ScopedRank {
   ScopedRank& operator=(const ScopedRank&) = delete;
 
   int barriers() const { return comm_->barriers; }
+  int collectives() const { return comm_->collectives; }
 
  private:
   std::shared_ptr<CountingCommunicator> comm_;
