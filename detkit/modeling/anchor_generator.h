@@ -91,7 +91,6 @@ class DefaultAnchorGeneratorImpl : public AnchorGenerator {
   /// Each (A_i, 4) float32: the cell anchors of feature map i. Not in the state dict (they are
   /// non-persistent buffers in Detectron2), so plain members that follow the features' device.
   const std::vector<at::Tensor>& cell_anchors() const { return cell_anchors_; }
-  static constexpr int64_t kBoxDim = 4;  // coordinates per anchor
 
   DefaultAnchorGeneratorOptions options;
 
