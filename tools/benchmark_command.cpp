@@ -12,7 +12,9 @@
 #include "detkit/config/defaults.h"
 #include "detkit/engine/benchmark.h"
 #include "detkit/engine/defaults.h"
+#include "detkit/distributed/comm.h"
 #include "tools/commands.h"
+#include "tools/launch_flags.h"
 
 namespace detkit::tools {
 
@@ -30,6 +32,7 @@ nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& 
                       {"data_seconds_per_iter", r.data_seconds_per_iter},
                       {"peak_rss_mb", r.peak_rss_mb},
                       {"num_threads", at::get_num_threads()},
+                      {"world_size", distributed::get_world_size()},
                       {"num_workers", cfg.get_int("DATALOADER.NUM_WORKERS")},
                       {"iter_seconds", r.iter_seconds},
                       {"data_seconds", r.data_seconds}};
@@ -70,6 +73,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
     int64_t iters = 0;
     bool json = false;
     std::vector<std::string> overrides;
+    distributed::LaunchOptions launch;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -90,6 +94,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
       "train and eval: write a Chrome trace of the window's iterations (libtorch profiler) "
       "to this file");
   cmd->add_flag("--json", o->json, "print one JSON object on stdout instead of the table");
+  add_launch_flags(cmd, o->launch);
   accept_overrides(cmd, "KEY VALUE config overrides, as in detkit train");
   cmd->footer(
       "Examples:\n"
@@ -104,6 +109,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
     engine::BenchmarkWindow window = engine::parse_window(o->window);
     const int64_t iters = o->iters > 0 ? o->iters : window.end;
     engine::check_window(iters, window);
+    if (launch_or_join(o->launch)) return 0;  // the workers printed rank 0's result
     const config::CfgNode cfg = load_config(o->config_file, o->overrides);
     int64_t seed = cfg.get_int("SEED");
     if (seed < 0) seed = 0;  // a benchmark repeats: the same batches every run
@@ -113,6 +119,7 @@ CommandRunner add_benchmark_command(CLI::App& app) {
         o->task == "train"  ? engine::benchmark_train(cfg, iters, window, seed, o->profile)
         : o->task == "eval" ? engine::benchmark_eval(cfg, iters, window, o->profile)
                             : engine::benchmark_data(cfg, iters, window, seed);
+    if (!distributed::is_main_process()) return 0;
     if (o->json)
       std::cout << to_json(result, cfg, o->config_file).dump() << "\n";
     else

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 
 #include "detkit/utils/error.h"
@@ -75,26 +76,55 @@ void all_reduce_in_buckets(const std::vector<at::Tensor>& tensors, size_t bytes)
 constexpr size_t kBucketBytes = 25u << 20;  // DDP's bucket_cap_mb
 }  // namespace
 
-void average_gradients(const std::vector<at::Tensor>& parameters) {
+void average_gradients(const std::vector<at::Tensor>& parameters,
+                       const std::vector<std::string>& names) {
   const int world = get_world_size();
   if (world == 1) return;
   at::NoGradGuard no_grad;
-  // Which parameters have a gradient on any rank.
-  std::vector<at::Tensor> has = {at::zeros({static_cast<int64_t>(parameters.size())}, at::kFloat)};
-  float* any = has[0].data_ptr<float>();
-  for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i].grad().defined()) any[i] = 1;
-  communicator().all_reduce_sum(has);
-  any = has[0].data_ptr<float>();
-  std::vector<at::Tensor> grads;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    if (any[i] == 0) continue;
-    at::Tensor p = parameters[i];
-    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-    grads.push_back(p.grad());
+  // Which parameters have a gradient, on each rank.
+  const auto count = static_cast<int64_t>(parameters.size());
+  at::Tensor mine = at::zeros({count}, at::kByte);
+  uint8_t* mine_data = mine.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < count; ++i) mine_data[i] = parameters[i].grad().defined() ? 1 : 0;
+  const std::vector<at::Tensor> has = communicator().all_gather(mine);
+  // As DDP without find_unused_parameters: every trainable parameter takes part in every step
+  // on every rank. Every rank sees the same flags, so every rank stops here with this error.
+  for (int64_t i = 0; i < count; ++i) {
+    std::string missing;
+    for (int r = 0; r < world; ++r)
+      if (has[r].data_ptr<uint8_t>()[i] == 0)
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (missing.empty()) continue;
+    const std::string name = i < static_cast<int64_t>(names.size()) ? names[i]
+                                                                     : "#" + std::to_string(i);
+    throw Error("parameter " + name + " got no gradient on rank " + missing + " of " +
+                std::to_string(world) +
+                ": with several ranks every trainable parameter must take part in every step's "
+                "loss (DDP's rule without find_unused_parameters); freeze it or make the loss "
+                "use it");
   }
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : parameters) grads.push_back(p.grad());
   for (at::Tensor& g : grads) g.div_(world);
   all_reduce_in_buckets(grads, kBucketBytes);
+}
+
+std::vector<std::string> all_gather_bytes(const std::string& bytes) {
+  if (get_world_size() == 1) return {bytes};
+  at::NoGradGuard no_grad;
+  // The sizes first, then every rank's bytes padded to the largest.
+  const auto sizes = communicator().all_gather(at::tensor({static_cast<int64_t>(bytes.size())}));
+  int64_t largest = 0;
+  for (const at::Tensor& s : sizes) largest = std::max(largest, s.item<int64_t>());
+  at::Tensor mine = at::zeros({std::max<int64_t>(largest, 1)}, at::kByte);
+  std::copy(bytes.begin(), bytes.end(), mine.data_ptr<uint8_t>());
+  const auto all = communicator().all_gather(mine);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const auto* data = reinterpret_cast<const char*>(all[r].data_ptr<uint8_t>());
+    out.emplace_back(data, static_cast<size_t>(sizes[r].item<int64_t>()));
+  }
+  return out;
 }
 
 void broadcast_from_main(const std::vector<at::Tensor>& tensors) {

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace detkit::distributed {
@@ -37,6 +38,10 @@ class Communicator {
   virtual void all_reduce_sum(std::vector<at::Tensor>& tensors) = 0;
   /// Replaces each tensor by rank `root`'s.
   virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  /// Every rank's `input` (the same shape and dtype on every rank), in rank order.
+  virtual std::vector<at::Tensor> all_gather(const at::Tensor& input) = 0;
+  /// How the ranks reach each other, for the log ("" for a world of one).
+  virtual std::string description() const { return ""; }
 };
 
 /// The only rank of a world of one: every collective returns at once, tensors unchanged.
@@ -46,6 +51,7 @@ class SingleProcess : public Communicator {
   void barrier() override {}
   void all_reduce_sum(std::vector<at::Tensor>&) override {}
   void broadcast(std::vector<at::Tensor>&, int) override {}
+  std::vector<at::Tensor> all_gather(const at::Tensor& input) override { return {input.clone()}; }
 
  private:
   Topology topology_;
@@ -68,10 +74,16 @@ bool is_main_process();
 void synchronize();
 
 /// Data-parallel gradient averaging (what DDP does after backward): every parameter's gradient
-/// becomes its mean over the ranks. A parameter without a gradient on some ranks counts as zero
-/// there; one without a gradient on every rank keeps none (as DDP leaves globally unused
-/// parameters alone). Nothing in a world of one. Gradients travel in buckets of about 25 MB.
-void average_gradients(const std::vector<at::Tensor>& parameters);
+/// becomes its mean over the ranks, travelling in buckets of about 25 MB. A parameter without a
+/// gradient on any rank is a detkit::Error on every rank, naming it (from `names`, parallel to
+/// `parameters`) and the ranks (DDP without find_unused_parameters fails there too, later and
+/// less clearly). Nothing in a world of one.
+void average_gradients(const std::vector<at::Tensor>& parameters,
+                       const std::vector<std::string>& names = {});
+
+/// Every rank's `bytes`, in rank order, on every rank (Detectron2's comm.all_gather of a
+/// picklable object: the caller serialises). Sizes may differ between ranks.
+std::vector<std::string> all_gather_bytes(const std::string& bytes);
 
 /// Copies rank 0's values of `tensors` (parameters and buffers) to every rank, as DDP does when
 /// it wraps a model, so that all ranks start from the same weights.

@@ -1,11 +1,13 @@
 #include "detkit/distributed/gloo_communicator.h"
 
+#include <c10/core/InferenceMode.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "detkit/utils/error.h"
 
@@ -35,6 +37,29 @@ void run(const Topology& t, const Rendezvous& r, const char* what, F f) {
 }
 }  // namespace
 
+namespace {
+std::string seconds(std::chrono::milliseconds d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
+}
+
+// Every rank counts itself in at the store, then waits until all have: a job that cannot form
+// ends after the time-out saying how many came, instead of waiting in Gloo's connect.
+void wait_for_every_rank(c10d::TCPStore& store, const Topology& t, const Rendezvous& r) {
+  const std::string key = "detkit/arrived";
+  store.add(key, 1);
+  const auto deadline = std::chrono::steady_clock::now() + r.timeout;
+  while (true) {
+    const int64_t arrived = store.add(key, 0);
+    if (arrived >= t.world_size) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(where(t, r) + ": " + std::to_string(arrived) + " of " +
+                  std::to_string(t.world_size) + " ranks arrived within " + seconds(r.timeout) +
+                  " (--dist-timeout); the others did not start or cannot reach this address");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+}  // namespace
+
 GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& rendezvous)
     : topology_(topology), rendezvous_(rendezvous), group_(std::make_unique<Group>()) {
   check_topology(topology_);
@@ -45,9 +70,19 @@ GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& r
     options.port = static_cast<uint16_t>(rendezvous_.master_port);
     options.isServer = topology_.rank == 0;
     options.numWorkers = topology_.world_size;
-    options.waitWorkers = true;
+    options.waitWorkers = false;  // counted below, with a message
     options.timeout = rendezvous_.timeout;
     group_->store = c10::make_intrusive<c10d::TCPStore>(rendezvous_.master_addr, options);
+  } catch (const std::exception& e) {
+    const c10::Error* c10 = dynamic_cast<const c10::Error*>(&e);
+    throw Error(where(topology_, rendezvous_) + ": could not join the job: " +
+                (topology_.rank == 0 ? "cannot serve the rendezvous there"
+                                     : "the master did not answer within " +
+                                           seconds(rendezvous_.timeout) + " (--dist-timeout)") +
+                ": " + (c10 ? c10->what_without_backtrace() : e.what()));
+  }
+  wait_for_every_rank(*group_->store, topology_, rendezvous_);
+  try {
     auto pg_options = c10d::ProcessGroupGloo::Options::create(rendezvous_.timeout);
     // Over loopback when the job is on this machine; otherwise this host's address.
     const bool local = rendezvous_.master_addr == "127.0.0.1" ||
@@ -63,6 +98,11 @@ GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& r
   } catch (const std::exception& e) {
     throw Error(where(topology_, rendezvous_) + ": could not join the job: " + e.what());
   }
+}
+
+std::string GlooCommunicator::description() const {
+  return "master " + rendezvous_.master_addr + ":" + std::to_string(rendezvous_.master_port) +
+         ", backend gloo";
 }
 
 GlooCommunicator::~GlooCommunicator() = default;
@@ -87,39 +127,13 @@ void GlooCommunicator::broadcast(std::vector<at::Tensor>& tensors, int root) {
   }
 }
 
-namespace {
-int env_int(const char* name, std::optional<int> fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) {
-    if (fallback) return *fallback;
-    throw Error(std::string("distributed launch: environment variable ") + name + " is not set");
-  }
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 1 << 20)
-    throw Error(std::string("distributed launch: ") + name + "='" + v +
-                "' is not a non-negative integer");
-  return static_cast<int>(n);
-}
-}  // namespace
-
-bool init_from_environment() {
-  if (env_int("WORLD_SIZE", 1) <= 1) return false;
-  Topology t;
-  t.world_size = env_int("WORLD_SIZE", std::nullopt);
-  t.rank = env_int("RANK", std::nullopt);
-  t.local_rank = env_int("LOCAL_RANK", t.rank);
-  t.local_world_size = env_int("LOCAL_WORLD_SIZE", t.world_size);
-  Rendezvous r;
-  const char* addr = std::getenv("MASTER_ADDR");
-  if (!addr || !*addr) throw Error("distributed launch: environment variable MASTER_ADDR is not set");
-  r.master_addr = addr;
-  r.master_port = env_int("MASTER_PORT", std::nullopt);
-  check_topology(t);
-  install(std::make_shared<GlooCommunicator>(t, r));
-  spdlog::info("Rank {} of {} (local rank {} of {}), rendezvous {}:{}, backend gloo", t.rank,
-               t.world_size, t.local_rank, t.local_world_size, r.master_addr, r.master_port);
-  return true;
+std::vector<at::Tensor> GlooCommunicator::all_gather(const at::Tensor& input) {
+  c10::InferenceMode normal_tensors(false);  // Gloo writes the outputs from its own thread
+  std::vector<at::Tensor> in = {input.contiguous()};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int r = 0; r < topology_.world_size; ++r) out[0].push_back(at::empty_like(in[0]));
+  run(topology_, rendezvous_, "all-gather", [&] { return group_->pg->allgather(out, in); });
+  return out[0];
 }
 
 }  // namespace detkit::distributed

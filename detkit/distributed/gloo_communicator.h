@@ -13,14 +13,14 @@ struct Rendezvous {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   /// How long to wait for every rank to join, and for any one collective.
-  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);  // Detectron2's default
 };
 
 class GlooCommunicator : public Communicator {
  public:
   /// Joins the job; blocks until all `topology.world_size` ranks have joined. A rank that cannot
   /// reach the store, or whose peers do not come within `timeout`, gets a detkit::Error naming
-  /// its rank and the address.
+  /// its rank, the address and how many ranks arrived.
   GlooCommunicator(const Topology& topology, const Rendezvous& rendezvous);
   ~GlooCommunicator() override;
 
@@ -28,6 +28,8 @@ class GlooCommunicator : public Communicator {
   void barrier() override;
   void all_reduce_sum(std::vector<at::Tensor>& tensors) override;
   void broadcast(std::vector<at::Tensor>& tensors, int root) override;
+  std::vector<at::Tensor> all_gather(const at::Tensor& input) override;
+  std::string description() const override;
 
  private:
   struct Group;  // the store and the process group (c10d headers stay in the .cpp)
@@ -35,11 +37,5 @@ class GlooCommunicator : public Communicator {
   Rendezvous rendezvous_;
   std::unique_ptr<Group> group_;
 };
-
-/// Joins the job torchrun describes in the environment (RANK, WORLD_SIZE, LOCAL_RANK,
-/// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and installs its communicator; returns false,
-/// changing nothing, when WORLD_SIZE is unset or 1. A missing or malformed variable is a
-/// detkit::Error naming it.
-bool init_from_environment();
 
 }  // namespace detkit::distributed

@@ -11,6 +11,7 @@
 #include "detkit/analysis/flop_count.h"
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/data/loader.h"
+#include "detkit/distributed/comm.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/engine/writers.h"
@@ -25,6 +26,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Inference and the loader run per process: several ranks would only time the same thing twice.
+void refuse_many_ranks(const std::string& task) {
+  if (distributed::get_world_size() > 1)
+    throw Error("rank " + std::to_string(distributed::get_rank()) + ": benchmark --task " + task +
+                " runs in one process; only --task train runs on " +
+                std::to_string(distributed::get_world_size()) + " ranks");
+}
 
 // Fills the window averages of `r` from its per-iteration times.
 BenchmarkResult summarize(BenchmarkResult r) {
@@ -171,9 +180,13 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
                 std::to_string(max_iter) +
                 "), where the LR schedule ends: lower --iters or raise SOLVER.MAX_ITER");
   auto model = build_loaded_model(cfg);
+  // Several ranks: rank 0's weights everywhere, each rank its share of the global batch; the
+  // Trainer averages the gradients. images_per_iter stays the global batch.
+  broadcast_weights_from_main(*model);
   auto optimizer = solver::build_optimizer(cfg, *model);
   auto scheduler = solver::build_lr_scheduler(cfg, *optimizer);
-  auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);
+  auto loader = data::build_detection_train_loader(cfg, distributed::get_rank(),
+                                                   distributed::get_world_size(), seed);
   const int64_t macs = training_forward_macs(*model, loader->next_batch());
   Trainer trainer(
       model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
@@ -189,6 +202,7 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
 
 BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
                                BenchmarkWindow window, const std::string& profile_file) {
+  refuse_many_ranks("eval");
   BenchmarkResult result = start_result("eval", iterations, window, 1);
   const auto names = cfg.get_string_list("DATASETS.TEST");
   if (names.empty()) throw Error("DATASETS.TEST is empty: --task eval needs a dataset");
@@ -220,6 +234,7 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
 
 BenchmarkResult benchmark_data(const config::CfgNode& cfg, int64_t iterations,
                                BenchmarkWindow window, uint64_t seed) {
+  refuse_many_ranks("data");
   BenchmarkResult result =
       start_result("data", iterations, window, cfg.get_int("SOLVER.IMS_PER_BATCH"));
   auto loader = data::build_detection_train_loader(cfg, /*rank=*/0, /*world_size=*/1, seed);

@@ -58,7 +58,9 @@ struct BenchmarkResult {
 /// as `detkit train` applies it (Detectron2's benchmark.py keeps SOLVER.BASE_LR throughout, which
 /// from random init diverges where training would not); MODEL.WEIGHTS when set, else random
 /// init. The window must lie within the iterations, and the iterations within SOLVER.MAX_ITER
-/// (detkit::Error otherwise). Before the
+/// (detkit::Error otherwise). In a job of several ranks, each trains on its share of
+/// SOLVER.IMS_PER_BATCH from rank 0's weights, gradients averaged; images/s counts the global
+/// batch; the eval and data tasks refuse to run on several ranks. Before the
 /// timed run, one untimed forward pass on a batch counts the step's conv + linear flops.
 /// With `profile_file`, libtorch's profiler records the window's iterations there as a Chrome
 /// trace (op names with self times; chrome://tracing or bench/compare_torchvision/op_profile.py).

@@ -1,6 +1,7 @@
 #include "detkit/engine/defaults.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -31,9 +32,13 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   // As Detectron2's default_setup: one log per rank (log.txt on rank 0, log.txt.rank<N> on the
   // others), the config written by rank 0, the global generator seeded with seed + rank.
   const int rank = distributed::get_rank();
-  setup_logging(out + "/log.txt" + (rank == 0 ? "" : ".rank" + std::to_string(rank)));
-  spdlog::info("Rank {} of {} (local rank {} of {})", rank, distributed::get_world_size(),
-               distributed::get_local_rank(), distributed::get_local_size());
+  setup_logging(out + "/log.txt" + (rank == 0 ? "" : ".rank" + std::to_string(rank)),
+                /*console_info=*/rank == 0);
+  const std::string how = distributed::communicator().description();
+  spdlog::info("Rank {} of {} (local rank {} of {}){}, {} threads", rank,
+               distributed::get_world_size(), distributed::get_local_rank(),
+               distributed::get_local_size(), how.empty() ? "" : ", " + how,
+               at::get_num_threads());
   if (distributed::is_main_process()) {
     atomic_write(out + "/config.yaml", cfg.dump());
     spdlog::info("Full config saved to {}/config.yaml", out);
@@ -74,21 +79,14 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
   distributed::synchronize();
 }
 
-void check_can_evaluate(const config::CfgNode& cfg) {
-  if (!cfg.get_string_list("DATASETS.TEST").empty() && distributed::get_world_size() > 1)
-    throw Error("rank " + std::to_string(distributed::get_rank()) + ": evaluating DATASETS.TEST on " +
-                std::to_string(distributed::get_world_size()) +
-                " ranks needs the predictions gathered to rank 0, which detkit does not do yet; "
-                "set DATASETS.TEST \"()\" and evaluate in one process (detkit train --eval-only)");
-}
-
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
-  check_can_evaluate(cfg);
   for (const auto& name : names) {
-    auto loader = data::build_detection_test_loader(cfg, name);
+    // Each rank infers on a contiguous shard; the evaluator gathers the detections to rank 0.
+    auto loader = data::build_detection_test_loader(cfg, name, distributed::get_rank(),
+                                                    distributed::get_world_size());
     std::string out = cfg.get_string("OUTPUT_DIR") + "/inference";
     if (names.size() > 1) out += "/" + name;
     std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
@@ -106,7 +104,6 @@ DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed)
     // As Detectron2's: a config written for SOLVER.REFERENCE_WORLD_SIZE workers, scaled to this
     // job's (batch, LR, schedule); unchanged when the key is 0.
     : cfg_(solver::auto_scale_workers(cfg, distributed::get_world_size())), seed_(seed) {
-  check_can_evaluate(cfg_);  // before training, not after it
   model_ = modeling::build_model(cfg_);
   optimizer_ = solver::build_optimizer(cfg_, *model_);
   scheduler_ = solver::build_lr_scheduler(cfg_, *optimizer_);
@@ -135,10 +132,7 @@ void DefaultTrainer::train() {
   loader_ = data::build_detection_train_loader(cfg_, distributed::get_rank(),
                                                distributed::get_world_size(), seed_,
                                                std::min(start_iter_, max_iter));
-  // Every rank starts from rank 0's weights (what DDP does when it wraps the model).
-  std::vector<at::Tensor> state = model_->parameters();
-  for (const auto& b : model_->buffers()) state.push_back(b);
-  distributed::broadcast_from_main(state);
+  broadcast_weights_from_main(*model_);  // every rank starts from rank 0's weights
   trainer_ = std::make_unique<Trainer>(
       model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
   trainer_->register_hook(std::make_shared<IterationTimer>());

@@ -26,12 +26,10 @@ uint64_t default_setup(const config::CfgNode& cfg);
 /// DATASETS.TEST name shapes_train / shapes_val and it does not exist yet.
 void ensure_builtin_datasets(const config::CfgNode& cfg);
 
-/// A detkit::Error naming the rank when DATASETS.TEST is set in a job of several ranks (the
-/// predictions are not gathered to rank 0 yet).
-void check_can_evaluate(const config::CfgNode& cfg);
-
 /// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON); results files
 /// go to OUTPUT_DIR/inference/<dataset>/ (OUTPUT_DIR/inference/ when there is one dataset).
+/// With several ranks each infers on its shard and rank 0 alone writes and returns the reports
+/// (the other ranks get an empty report per dataset).
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model);
 

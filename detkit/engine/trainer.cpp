@@ -25,6 +25,12 @@ uint64_t iteration_seed(uint64_t seed, int64_t iter, int rank) {
   return z ^ (z >> 31);
 }
 
+void broadcast_weights_from_main(modeling::MetaArch& model) {
+  std::vector<at::Tensor> state = model.parameters();
+  for (const auto& b : model.buffers()) state.push_back(b);
+  distributed::broadcast_from_main(state);
+}
+
 namespace {
 Error stopped_at(int64_t iter, const std::string& what) {
   return Error("iteration " + std::to_string(iter) + ": " + what +
@@ -71,8 +77,9 @@ void Trainer::run_step() {
 std::vector<structures::ModelInput> Trainer::fetch_batch() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<structures::ModelInput> batch = data_();
-  storage_.put_scalar(
-      "data_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  data_time_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // With several ranks sum_losses records it, as its maximum over the ranks.
+  if (distributed::get_world_size() == 1) storage_.put_scalar("data_time", data_time_);
   return batch;
 }
 
@@ -86,25 +93,33 @@ structures::LossDict Trainer::forward(const std::vector<structures::ModelInput>&
 }
 
 namespace {
-// Several ranks: each loss becomes its mean over the ranks (the metrics Detectron2 records), the
-// total their sum, and `where` names the ranks whose own total was not finite, so that every
-// rank stops at the same step with the same error instead of waiting for the others.
-void reduce_loss_values(std::map<std::string, double>& values, double& total, std::string& where) {
+// Several ranks, in one all-gather: each loss becomes its mean over the ranks (the metrics
+// Detectron2 records), the total their sum, `data_time` its maximum (the slowest rank's wait is
+// everyone's), and `where` names the ranks whose own total was not finite, so that every rank
+// stops at the same step with the same error instead of waiting for the others.
+void reduce_over_ranks(std::map<std::string, double>& values, double& total, double& data_time,
+                       std::string& where) {
   const int world = distributed::get_world_size();
   const int64_t n = static_cast<int64_t>(values.size());
-  std::vector<at::Tensor> buffer = {at::zeros({n + world}, at::kDouble)};
-  double* d = buffer[0].data_ptr<double>();
+  at::Tensor mine = at::empty({n + 2}, at::kDouble);
+  double* d = mine.data_ptr<double>();
   int64_t i = 0;
   for (const auto& [name, v] : values) d[i++] = v;
-  d[n + distributed::get_rank()] = std::isfinite(total) ? 0.0 : 1.0;
-  distributed::communicator().all_reduce_sum(buffer);
-  d = buffer[0].data_ptr<double>();
-  i = 0;
+  d[n] = std::isfinite(total) ? 0.0 : 1.0;
+  d[n + 1] = data_time;
+  const std::vector<at::Tensor> all = distributed::communicator().all_gather(mine);
+  for (auto& [name, v] : values) v = 0;
   total = 0;
-  for (auto& [name, v] : values) total += (v = d[i++] / world);
+  data_time = 0;
   std::string ranks;
-  for (int r = 0; r < world; ++r)
-    if (d[n + r] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  for (int r = 0; r < world; ++r) {
+    const double* x = all[r].data_ptr<double>();
+    i = 0;
+    for (auto& [name, v] : values) v += x[i++] / world;
+    if (x[n] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    data_time = std::max(data_time, x[n + 1]);
+  }
+  for (const auto& [name, v] : values) total += v;
   if (!ranks.empty()) {
     where = " on rank " + ranks + " (the means over the ranks follow)";
     total = std::numeric_limits<double>::quiet_NaN();
@@ -122,7 +137,11 @@ at::Tensor Trainer::sum_losses(const structures::LossDict& losses) {
   if (!total.defined()) throw Error("the model returned no losses");
   double total_value = total.item<double>();
   std::string where;
-  if (distributed::get_world_size() > 1) reduce_loss_values(values, total_value, where);
+  if (distributed::get_world_size() > 1) {
+    double data_time = data_time_;
+    reduce_over_ranks(values, total_value, data_time, where);
+    storage_.put_scalar("data_time", data_time);
+  }
   if (!std::isfinite(total_value)) {
     std::ostringstream terms;
     for (const auto& [name, v] : values) terms << " " << name << "=" << v;
@@ -141,7 +160,19 @@ void Trainer::backward(const at::Tensor& total) {
 }
 
 void Trainer::synchronize_gradients() {
-  if (distributed::get_world_size() > 1) distributed::average_gradients(optimizer_.parameters());
+  if (distributed::get_world_size() == 1) return;
+  const std::vector<at::Tensor> params = optimizer_.parameters();
+  if (parameter_names_.size() != params.size()) {  // once: the names, for errors
+    std::map<const void*, std::string> by_tensor;
+    for (const auto& item : model_->named_parameters())
+      by_tensor[item.value().unsafeGetTensorImpl()] = item.key();
+    parameter_names_.clear();
+    for (const at::Tensor& p : params) {
+      auto it = by_tensor.find(p.unsafeGetTensorImpl());
+      parameter_names_.push_back(it == by_tensor.end() ? "(not in the model)" : it->second);
+    }
+  }
+  distributed::average_gradients(params, parameter_names_);
 }
 
 void Trainer::optimizer_step() {

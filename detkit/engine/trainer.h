@@ -59,18 +59,20 @@ class Trainer {
   int64_t skipped_steps() const { return skipped_steps_; }
 
  protected:
-  /// The next batch; records "data_time".
+  /// The next batch; records "data_time" (with several ranks sum_losses does, as the maximum
+  /// over the ranks).
   virtual std::vector<structures::ModelInput> fetch_batch();
   /// The loss dict of `batch`, with the in-step generator seeded for this iteration.
   virtual structures::LossDict forward(const std::vector<structures::ModelInput>& batch);
   /// Their sum; records each loss and "total_loss" (with several ranks, their means over the
-  /// ranks). A non-finite sum is a detkit::Error naming every term, raised before any weight
+  /// ranks, and "data_time", its maximum). A non-finite sum is a detkit::Error naming every term, raised before any weight
   /// changes; with several ranks every rank raises it at the same step, naming the rank.
   virtual at::Tensor sum_losses(const structures::LossDict& losses);
   /// Fresh gradients of `total` (the previous step's are dropped first).
   virtual void backward(const at::Tensor& total);
   /// Data-parallel training: every gradient becomes its mean over the ranks
-  /// (distributed::average_gradients); nothing in one process.
+  /// (distributed::average_gradients; a parameter without a gradient is an error naming it);
+  /// nothing in one process.
   virtual void synchronize_gradients();
   /// Applies the gradients; a step the optimizer skips is counted (skipped_steps()).
   virtual void optimizer_step();
@@ -83,10 +85,16 @@ class Trainer {
   std::vector<std::shared_ptr<HookBase>> hooks_;
   EventStorage storage_;
   int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
+  double data_time_ = 0;                     // this rank's wait for the current batch
+  std::vector<std::string> parameter_names_;  // of optimizer_.parameters(), for errors
 };
 
 /// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals) on
 /// `rank`: ranks sample differently from one another, each the same on every run.
 uint64_t iteration_seed(uint64_t seed, int64_t iter, int rank = 0);
+
+/// Gives every rank rank 0's parameters and buffers, as DDP does when it wraps a model; nothing
+/// in a world of one.
+void broadcast_weights_from_main(modeling::MetaArch& model);
 
 }  // namespace detkit::engine

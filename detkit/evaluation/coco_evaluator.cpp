@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "detkit/distributed/comm.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 
@@ -43,7 +45,75 @@ void COCOEvaluator::process(int64_t image_id, const structures::Instances& predi
   }
 }
 
+namespace {
+// Detections as bytes, to gather them from every rank: fixed-size fields, then the RLE's runs and
+// its compressed string, each after its length.
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+template <typename T>
+T take(const std::string& in, size_t& at) {
+  if (at + sizeof(T) > in.size()) throw Error("gathered detections: truncated record");
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof(T));
+  at += sizeof(T);
+  return v;
+}
+}  // namespace
+
+std::string COCOEvaluator::serialize() const {
+  std::string out;
+  for (const auto& d : results_) {
+    const EvalObject& o = d.object;
+    put(out, o.image_id);
+    put(out, o.category_id);
+    put(out, o.score);
+    for (double v : o.bbox) put(out, v);
+    put(out, o.rle.h);
+    put(out, o.rle.w);
+    put(out, static_cast<uint64_t>(o.rle.counts.size()));
+    for (uint32_t c : o.rle.counts) put(out, c);
+    put(out, static_cast<uint64_t>(d.rle_counts.size()));
+    out += d.rle_counts;
+  }
+  return out;
+}
+
+void COCOEvaluator::append_serialized(const std::string& bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    Detection d;
+    EvalObject& o = d.object;
+    o.id = static_cast<int64_t>(results_.size()) + 1;
+    o.image_id = take<int64_t>(bytes, at);
+    o.category_id = take<int64_t>(bytes, at);
+    o.score = take<double>(bytes, at);
+    for (double& v : o.bbox) v = take<double>(bytes, at);
+    o.rle.h = take<int64_t>(bytes, at);
+    o.rle.w = take<int64_t>(bytes, at);
+    const auto runs = take<uint64_t>(bytes, at);
+    if (runs > (bytes.size() - at) / sizeof(uint32_t))
+      throw Error("gathered detections: truncated record");
+    o.rle.counts.resize(runs);
+    for (uint32_t& c : o.rle.counts) c = take<uint32_t>(bytes, at);
+    const auto chars = take<uint64_t>(bytes, at);
+    if (chars > bytes.size() - at) throw Error("gathered detections: truncated record");
+    d.rle_counts = bytes.substr(at, chars);
+    at += chars;
+    results_.push_back(std::move(d));
+  }
+}
+
 std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
+  if (distributed::get_world_size() > 1) {
+    // Each rank saw a contiguous shard of the images: rank order is the one-process order.
+    const auto all = distributed::all_gather_bytes(serialize());
+    if (!distributed::is_main_process()) return {};  // rank 0 writes and reports (Detectron2)
+    results_.clear();
+    for (const std::string& bytes : all) append_serialized(bytes);
+    spdlog::info("Gathered {} detections from {} ranks", results_.size(), all.size());
+  }
   if (!output_dir_.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& d : results_) {
@@ -72,8 +142,9 @@ std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
       detections.push_back(std::move(o));
     }
     CocoEvalReport report = evaluate_coco(gt, std::move(detections), type);
-    spdlog::info("Evaluation results for {}:\n{}{}", iou_type_name(type), report.summary,
-                 detectron2_tables(report, gt.category_names));
+    // pycocotools' summary, then Detectron2's "Evaluation results for <task>:" tables.
+    spdlog::info("COCOeval {}:\n{}", iou_type_name(type), report.summary);
+    spdlog::info("{}", detectron2_tables(report, gt.category_names));
     reports[iou_type_name(type)] = std::move(report);
   }
   return reports;

@@ -22,7 +22,9 @@ class COCOEvaluator {
   /// predictions: "pred_boxes", "scores", "pred_classes" (class indices) and, for segm,
   /// "pred_masks" (R, H, W) bool, in the original image's size.
   void process(int64_t image_id, const structures::Instances& predictions);
-  /// Writes the results file and returns a report per task, logging the tables.
+  /// Writes the results file and returns a report per task, logging the tables. In a job of
+  /// several ranks every rank calls it: the detections are gathered to rank 0, which writes and
+  /// reports; the other ranks return no report.
   std::map<std::string, CocoEvalReport> evaluate();
   size_t num_detections() const { return results_.size(); }
 
@@ -31,6 +33,9 @@ class COCOEvaluator {
     EvalObject object;  // category_id in the file's ids
     std::string rle_counts;
   };
+  std::string serialize() const;
+  void append_serialized(const std::string& bytes);
+
   std::shared_ptr<const data::CocoDataset> dataset_;
   std::vector<IouType> tasks_;
   std::string output_dir_;

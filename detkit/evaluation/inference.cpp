@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <optional>
 
 namespace detkit::evaluation {
 
@@ -17,7 +18,7 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
   const size_t warmup = std::min<size_t>(5, total > 0 ? total - 1 : 0);
   bool was_training = model.is_training();
   model.eval();
-  at::InferenceMode inference_mode;
+  std::optional<at::InferenceMode> inference_mode(std::in_place);  // not for evaluate()'s gather
   double data_time = 0, compute_time = 0, eval_time = 0;
   auto start = clock::now(), last_log = clock::now();
   size_t done = 0;
@@ -54,6 +55,7 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
     spdlog::info("Total inference time: {:.2f} s ({:.4f} s / img, {} images after {} warm-up)",
                  total_time, total_time / (done - warmup), done - warmup, warmup);
   }
+  inference_mode.reset();
   if (was_training) model.train();
   return evaluator.evaluate();
 }

@@ -8,8 +8,9 @@
 
 namespace detkit {
 
-void setup_logging(const std::string& file) {
+void setup_logging(const std::string& file, bool console_info) {
   std::vector<spdlog::sink_ptr> sinks{std::make_shared<spdlog::sinks::stderr_color_sink_mt>()};
+  if (!console_info) sinks.front()->set_level(spdlog::level::warn);
   if (!file.empty()) {
     try {
       sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file));

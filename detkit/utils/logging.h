@@ -5,7 +5,9 @@
 
 namespace detkit {
 
-/// Installs the stderr logger (idempotent); also writes to `file` when given (log.txt).
-void setup_logging(const std::string& file = "");
+/// Installs the stderr logger (idempotent); also writes to `file` when given (log.txt). With
+/// `console_info` false the console shows warnings and errors only (ranks other than 0, as
+/// Detectron2's setup_logger gives them no console handler; their file still has everything).
+void setup_logging(const std::string& file = "", bool console_info = true);
 
 }  // namespace detkit

@@ -24,6 +24,7 @@
 
 #include "detkit/config/defaults.h"
 #include "detkit/distributed/gloo_communicator.h"
+#include "detkit/distributed/launch_environment.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -110,17 +111,32 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
   t = {at::full({2}, 10.0f * rank)};
   communicator().broadcast(t, 0);
   EXPECT_TRUE(t[0].equal(at::zeros({2})));
+  const auto gathered = communicator().all_gather(at::full({2}, rank + 5.0f));
+  ASSERT_EQ(gathered.size(), 2u);
+  EXPECT_TRUE(gathered[0].equal(at::full({2}, 5.0f)));
+  EXPECT_TRUE(gathered[1].equal(at::full({2}, 6.0f)));
+  // Bytes of different lengths on each rank (rank 1's empty), in rank order on both.
+  const auto bytes = all_gather_bytes(rank == 0 ? std::string("rank zero\0!", 11) : std::string());
+  EXPECT_EQ(bytes, (std::vector<std::string>{std::string("rank zero\0!", 11), ""}));
   synchronize();
 
-  // Gradient averaging: p0 has a gradient on both ranks, p1 on rank 0 only, p2 on neither.
-  std::vector<at::Tensor> params = {at::zeros({2}).requires_grad_(), at::zeros({2}).requires_grad_(),
-                                    at::zeros({2}).requires_grad_()};
+  // Gradient averaging: the mean over the ranks.
+  std::vector<at::Tensor> params = {at::zeros({2}).requires_grad_(), at::zeros({3}).requires_grad_()};
   params[0].mutable_grad() = at::full({2}, rank == 0 ? 1.0f : 3.0f);
-  if (rank == 0) params[1].mutable_grad() = at::full({2}, 4.0f);
-  average_gradients(params);
+  params[1].mutable_grad() = at::full({3}, rank == 0 ? -4.0f : 0.0f);
+  average_gradients(params, {"a", "b"});
   EXPECT_TRUE(params[0].grad().equal(at::full({2}, 2.0f)));
-  EXPECT_TRUE(params[1].grad().equal(at::full({2}, 2.0f)));
-  EXPECT_FALSE(params[2].grad().defined());
+  EXPECT_TRUE(params[1].grad().equal(at::full({3}, -2.0f)));
+  // A parameter without a gradient on rank 1: both ranks stop, naming it and the rank.
+  if (rank == 1) params[1].mutable_grad() = at::Tensor();
+  try {
+    average_gradients(params, {"a", "b"});
+    ADD_FAILURE() << "rank " << rank << " averaged without b's gradient on rank 1";
+  } catch (const Error& e) {
+    std::cout << "[ gloo ] rank " << rank << ": " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()).rfind("parameter b got no gradient on rank 1 of 2: ", 0), 0u)
+        << e.what();
+  }
 
   // Different initial weights on each rank: broadcast_from_main makes them rank 0's.
   torch::manual_seed(rank);
@@ -131,6 +147,23 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
   torch::manual_seed(0);
   auto reference = std::make_shared<Toy>();  // rank 0's initial weights
   EXPECT_TRUE(model->named_parameters()["fc.weight"].equal(reference->named_parameters()["fc.weight"]));
+
+  {  // data_time is the slowest rank's: rank 1 waits 300 ms for its batch, rank 0 not at all.
+    config::CfgNode cfg = config::get_cfg();
+    auto copy = std::make_shared<Toy>();
+    auto optimizer = solver::build_optimizer(cfg, *copy);
+    engine::Trainer trainer(
+        copy, *optimizer,
+        [&] {
+          if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          return std::vector{sample(rank, 0, 0)};
+        },
+        1);
+    trainer.train(0, 1);
+    const double data_time = trainer.storage().latest("data_time").first;
+    std::cout << "[ gloo ] rank " << rank << ": data_time " << data_time << " s\n";
+    EXPECT_GE(data_time, 0.3);
+  }
 
   const at::Tensor two_ranks = train(model, {rank});
   const at::Tensor one_process = train(reference, {0, 1});
@@ -241,11 +274,31 @@ TEST(GlooTwoRanks, ARankWhoseMasterNeverComesIsNamed) {
     const std::string message = e.what();
     std::cout << "[ gloo ] " << message.substr(0, 200) << "\n";
     EXPECT_EQ(message.rfind("rank 1 of 2 at 127.0.0.1:" + std::to_string(port) +
-                                ": could not join the job",
+                                ": could not join the job: the master did not answer within 2 s "
+                                "(--dist-timeout)",
                             0),
               0u)
         << message;
   }
+}
+
+TEST(GlooTwoRanks, AMasterWhosePeerNeverComesSaysHowManyArrived) {
+  const int port = free_port();
+  Rendezvous r;
+  r.master_port = port;
+  r.timeout = std::chrono::seconds(2);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    GlooCommunicator comm({0, 2, 0, 2}, r);
+    ADD_FAILURE() << "rank 0 formed a job of 2 alone";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    std::cout << "[ gloo ] " << message << "\n";
+    EXPECT_EQ(message, "rank 0 of 2 at 127.0.0.1:" + std::to_string(port) +
+                           ": 1 of 2 ranks arrived within 2 s (--dist-timeout); the others did "
+                           "not start or cannot reach this address");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 TEST(GlooTwoRanks, LaunchVariablesAreNamedWhenMissing) {

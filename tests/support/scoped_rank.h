@@ -13,9 +13,17 @@ class CountingCommunicator : public distributed::Communicator {
   explicit CountingCommunicator(distributed::Topology t) : topology_(t) {}
   const distributed::Topology& topology() const override { return topology_; }
   void barrier() override { ++barriers; }
-  // No other ranks: a sum over ranks is this rank's value, a broadcast leaves it.
-  void all_reduce_sum(std::vector<at::Tensor>&) override { ++collectives; }
+  // No other ranks: they are taken to hold this rank's values, so a sum is world size times this
+  // rank's, a broadcast leaves it and an all-gather repeats it.
+  void all_reduce_sum(std::vector<at::Tensor>& tensors) override {
+    ++collectives;
+    for (at::Tensor& t : tensors) t.mul_(topology_.world_size);
+  }
   void broadcast(std::vector<at::Tensor>&, int) override { ++collectives; }
+  std::vector<at::Tensor> all_gather(const at::Tensor& input) override {
+    ++collectives;
+    return std::vector<at::Tensor>(topology_.world_size, input.clone());
+  }
   int barriers = 0, collectives = 0;
 
  private:
