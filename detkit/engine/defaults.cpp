@@ -123,6 +123,13 @@ void DefaultTrainer::resume_or_load(bool resume) {
     scheduler_->load_state_dict(solver::scheduler_state_from_ivalue(state.at("scheduler")));
   start_iter_ = loaded.iteration() + 1;
   spdlog::info("Resuming from {} at iteration {}", loaded.path, start_iter_);
+  const int world = distributed::get_world_size();
+  if (state.count("world_size") && state.at("world_size").isInt() &&
+      state.at("world_size").toInt() != world)
+    spdlog::warn("{} was written by a job of {} ranks and resumes on {}: the training sampler is "
+                 "re-sharded over {} ranks, so from iteration {} the batches differ from those "
+                 "of an uninterrupted run (model, optimizer and schedule continue exactly)",
+                 loaded.path, state.at("world_size").toInt(), world, world, start_iter_);
 }
 
 void DefaultTrainer::train() {

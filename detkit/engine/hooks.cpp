@@ -48,6 +48,8 @@ void PeriodicCheckpointerHook::after_step(Trainer& t) {
   checkpoint::CheckpointState state;
   state["optimizer"] = t.optimizer().state();
   state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler_.state_dict());
+  // So that a resumed run knows whether its sampler is sharded as this one's was.
+  state["world_size"] = static_cast<int64_t>(distributed::get_world_size());
   checkpointer_.step(t.iter(), state);
 }
 

@@ -4,14 +4,19 @@
 #include <torch/nn/modules/normalization.h>
 
 #include "detkit/layers/frozen_batch_norm.h"
+#include "detkit/layers/sync_batch_norm.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::layers {
 
 torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
   if (name.empty()) return {};
-  if (name == "BN" || name == "SyncBN")
-    return torch::nn::AnyModule(torch::nn::BatchNorm2d(channels));
+  if (name == "BN") return torch::nn::AnyModule(torch::nn::BatchNorm2d(channels));
+  // torch's SyncBatchNorm is CUDA-only: SyncBN is Detectron2's NaiveSyncBatchNorm here.
+  if (name == "SyncBN" || name == "naiveSyncBN")
+    return torch::nn::AnyModule(NaiveSyncBatchNorm2d(channels));
+  if (name == "naiveSyncBN_N")
+    return torch::nn::AnyModule(NaiveSyncBatchNorm2d(channels, /*per_rank_average=*/false));
   if (name == "FrozenBN") return torch::nn::AnyModule(FrozenBatchNorm2d(channels));
   if (name == "GN") {
     if (channels % 32 != 0)
@@ -19,7 +24,8 @@ torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
                   std::to_string(channels));
     return torch::nn::AnyModule(torch::nn::GroupNorm(32, channels));
   }
-  throw Error("unknown norm '" + name + "'; known: '' (none), BN, SyncBN, FrozenBN, GN");
+  throw Error("unknown norm '" + name +
+              "'; known: '' (none), BN, SyncBN, naiveSyncBN, naiveSyncBN_N, FrozenBN, GN");
 }
 
 }  // namespace detkit::layers

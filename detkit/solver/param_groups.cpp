@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "detkit/layers/sync_batch_norm.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::solver {
@@ -39,7 +40,7 @@ bool is_norm_module(const torch::nn::Module& module) {
   using namespace torch::nn;  // NOLINT(build/namespaces)
   return is_any_of<BatchNorm1dImpl, BatchNorm2dImpl, BatchNorm3dImpl, GroupNormImpl,
                    InstanceNorm1dImpl, InstanceNorm2dImpl, InstanceNorm3dImpl, LayerNormImpl,
-                   LocalResponseNormImpl>(module);
+                   LocalResponseNormImpl, layers::NaiveSyncBatchNorm2dImpl>(module);
 }
 
 std::vector<ParamGroup> get_default_optimizer_params(const torch::nn::Module& model,

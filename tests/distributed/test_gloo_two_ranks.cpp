@@ -26,6 +26,7 @@
 #include "detkit/distributed/gloo_communicator.h"
 #include "detkit/distributed/launch_environment.h"
 #include "detkit/engine/trainer.h"
+#include "detkit/layers/sync_batch_norm.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
 #include "tests/support/temp_dir.h"
@@ -136,6 +137,31 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
     std::cout << "[ gloo ] rank " << rank << ": " << e.what() << "\n";
     EXPECT_EQ(std::string(e.what()).rfind("parameter b got no gradient on rank 1 of 2: ", 0), 0u)
         << e.what();
+  }
+
+  {  // SyncBN over 2 ranks x 1 image is BN over the 2 images: outputs and gradients.
+    auto gen = at::detail::createCPUGenerator(11);
+    const at::Tensor both = at::randn({2, 3, 4, 5}, gen) * 3 + 2, weights = at::randn({2, 3, 4, 5}, gen);
+    torch::nn::BatchNorm2d bn(3);
+    const at::Tensor x_ref = both.clone().requires_grad_();
+    const at::Tensor y_ref = bn->forward(x_ref);
+    ((y_ref * weights).sum() / 2).backward();  // the mean over the ranks of each rank's loss
+    layers::NaiveSyncBatchNorm2d sync(3);
+    const at::Tensor x = both.narrow(0, rank, 1).clone().requires_grad_();
+    const at::Tensor y = sync->forward(x);
+    (y * weights.narrow(0, rank, 1)).sum().backward();
+    average_gradients(sync->parameters(), {"weight", "bias"});
+    const double forward = (y - y_ref.narrow(0, rank, 1)).abs().max().item<double>();
+    // A rank's input gradient is that of the sum of the ranks' losses: half of it is the mean's.
+    const double input = (x.grad() / 2 - x_ref.grad().narrow(0, rank, 1)).abs().max().item<double>();
+    const double params = std::max((sync->weight.grad() - bn->weight.grad()).abs().max().item<double>(),
+                                   (sync->bias.grad() - bn->bias.grad()).abs().max().item<double>());
+    std::cout << "[ gloo ] rank " << rank << ": SyncBN vs BN over both images: max |output| diff "
+              << forward << ", |input grad| " << input << ", |weight, bias grad| " << params << "\n";
+    EXPECT_LT(forward, 1e-5);
+    EXPECT_LT(input, 1e-5);
+    EXPECT_LT(params, 1e-5);
+    EXPECT_LT((sync->running_mean - bn->running_mean).abs().max().item<double>(), 1e-6);
   }
 
   // Different initial weights on each rank: broadcast_from_main makes them rank 0's.

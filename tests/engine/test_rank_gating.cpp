@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "detkit/config/defaults.h"
@@ -53,6 +55,50 @@ TEST(RankGating, EvaluationOnRankOneGathersToRankZeroAndReportsNothing) {
   EXPECT_FALSE(fs::exists(setup.dir.path("out_eval/inference/coco_instances_results.json")))
       << "rank 1 wrote the results file";
   EXPECT_GE(scoped.collectives(), 2) << "rank 1 did not take part in the gather";
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(RankGating, ResumingAtAnotherWorldSizeSaysTheSamplerIsResharded) {
+  testing::TinySetup setup("rank_gating_resume");
+  config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_resume");
+  const std::string out = setup.dir.path("out_resume");
+  cfg.merge_from_list({"OUTPUT_DIR", out, "DATASETS.TEST", "()", "SOLVER.MAX_ITER", "2"});
+  {
+    testing::ScopedRank scoped(0, 2);  // rank 0 of 2 writes the checkpoints
+    DefaultTrainer trainer(cfg, 1);
+    trainer.resume_or_load(false);
+    trainer.train();
+  }
+  const std::string warning = "was written by a job of 2 ranks and resumes on 1: the training "
+                              "sampler is re-sharded over 1 ranks, so from iteration 2";
+  cfg.merge_from_list({"SOLVER.MAX_ITER", "3"});
+  default_setup(cfg);  // log.txt
+  {
+    DefaultTrainer trainer(cfg, 1);
+    trainer.resume_or_load(true);
+  }
+  EXPECT_NE(read_text(out + "/log.txt").find(warning), std::string::npos) << read_text(out + "/log.txt");
+  // The same world size: no warning.
+  {
+    testing::ScopedRank scoped(0, 2);
+    DefaultTrainer trainer(cfg, 1);
+    trainer.resume_or_load(true);
+    trainer.train();  // its checkpoints say 2 ranks again
+  }
+  fs::remove(out + "/log.txt");
+  {
+    testing::ScopedRank scoped(0, 2);
+    default_setup(cfg);
+    DefaultTrainer trainer(cfg, 1);
+    trainer.resume_or_load(true);
+  }
+  const std::string log = read_text(out + "/log.txt");
+  EXPECT_NE(log.find("Resuming from"), std::string::npos) << log;
+  EXPECT_EQ(log.find("re-sharded"), std::string::npos) << log;
 }
 
 TEST(RankGating, OnlyRankZeroMakesTheBuiltInDatasetAndTheOthersWait) {

@@ -21,7 +21,9 @@ std::vector<int64_t> blocks_per_stage(int64_t depth) {
 
 // Frozen stages keep their BatchNorm statistics: BN there is FrozenBN, as Detectron2 converts it.
 std::string norm_for(const std::string& norm, bool frozen) {
-  return frozen && (norm == "BN" || norm == "SyncBN") ? "FrozenBN" : norm;
+  const bool batch_norm =
+      norm == "BN" || norm == "SyncBN" || norm == "naiveSyncBN" || norm == "naiveSyncBN_N";
+  return frozen && batch_norm ? "FrozenBN" : norm;
 }
 
 void freeze(torch::nn::Module& module) {
