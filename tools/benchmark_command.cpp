@@ -43,6 +43,9 @@ nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& 
     j["gemm_peak_share"] = r.achieved_gflops / r.gemm_peak_gflops;
     j["learning_rates"] = r.learning_rates;
     j["total_losses"] = r.total_losses;
+    j["comm_seconds_per_iter"] = r.comm_seconds_per_iter;
+    j["comm_wait_seconds_per_iter"] = r.comm_wait_seconds_per_iter;
+    j["gradient_mb"] = r.gradient_mb;
   }
   return j;
 }
@@ -63,6 +66,13 @@ void print_table(const engine::BenchmarkResult& r, const config::CfgNode& cfg) {
         "  GFLOPS          {:10.1f}  ({:.0f}% of the {:.1f} GFLOPS a 2048^2 matmul reaches)\n",
         r.train_gflops_per_iter, r.achieved_gflops, 100 * r.achieved_gflops / r.gemm_peak_gflops,
         r.gemm_peak_gflops);
+  if (r.task == "train" && distributed::get_world_size() > 1)
+    std::cout << fmt::format(
+        "  ranks           {:10d}\n"
+        "  comm s/iter     {:10.4f}  (gradient all-reduce, first bucket's start to last's end)\n"
+        "  comm wait s/iter{:10.4f}  ({:.1f}% of the step: the part backward did not hide)\n",
+        distributed::get_world_size(), r.comm_seconds_per_iter, r.comm_wait_seconds_per_iter,
+        100 * r.comm_wait_seconds_per_iter / r.seconds_per_iter);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "detkit/distributed/gradient_reducer.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::distributed {
@@ -30,6 +31,19 @@ void check_topology(const Topology& t) {
                 " is outside a local world of " + n(t.local_world_size));
 }
 
+namespace {
+struct Done : PendingCollective {
+  void wait() override {}
+};
+}  // namespace
+
+std::unique_ptr<PendingCollective> Communicator::start_all_reduce_sum(const at::Tensor& tensor) {
+  std::vector<at::Tensor> one = {tensor};
+  all_reduce_sum(one);
+  if (!one[0].is_same(tensor)) tensor.copy_(one[0]);
+  return std::make_unique<Done>();
+}
+
 Communicator& communicator() { return *current(); }
 
 std::shared_ptr<Communicator> install(std::shared_ptr<Communicator> comm) {
@@ -49,64 +63,12 @@ void synchronize() {
   if (get_world_size() > 1) communicator().barrier();
 }
 
-namespace {
-// Groups `tensors` into buckets of about `bytes`, all-reduces each bucket as one flat buffer and
-// copies the sums back: one collective per bucket instead of one per tensor.
-void all_reduce_in_buckets(const std::vector<at::Tensor>& tensors, size_t bytes) {
-  size_t begin = 0;
-  while (begin < tensors.size()) {
-    size_t end = begin, size = 0;
-    while (end < tensors.size() && (end == begin || size < bytes)) {
-      size += tensors[end].numel() * tensors[end].element_size();
-      ++end;
-    }
-    std::vector<at::Tensor> flat;
-    for (size_t i = begin; i < end; ++i) flat.push_back(tensors[i].reshape({-1}));
-    std::vector<at::Tensor> bucket = {at::cat(flat)};
-    communicator().all_reduce_sum(bucket);
-    int64_t offset = 0;
-    for (size_t i = begin; i < end; ++i) {
-      const int64_t n = tensors[i].numel();
-      tensors[i].view({-1}).copy_(bucket[0].narrow(0, offset, n));
-      offset += n;
-    }
-    begin = end;
-  }
-}
-constexpr size_t kBucketBytes = 25u << 20;  // DDP's bucket_cap_mb
-}  // namespace
-
 void average_gradients(const std::vector<at::Tensor>& parameters,
                        const std::vector<std::string>& names) {
-  const int world = get_world_size();
-  if (world == 1) return;
-  at::NoGradGuard no_grad;
-  // Which parameters have a gradient, on each rank.
-  const auto count = static_cast<int64_t>(parameters.size());
-  at::Tensor mine = at::zeros({count}, at::kByte);
-  uint8_t* mine_data = mine.data_ptr<uint8_t>();
-  for (int64_t i = 0; i < count; ++i) mine_data[i] = parameters[i].grad().defined() ? 1 : 0;
-  const std::vector<at::Tensor> has = communicator().all_gather(mine);
-  // As DDP without find_unused_parameters: every trainable parameter takes part in every step
-  // on every rank. Every rank sees the same flags, so every rank stops here with this error.
-  for (int64_t i = 0; i < count; ++i) {
-    std::string missing;
-    for (int r = 0; r < world; ++r)
-      if (has[r].data_ptr<uint8_t>()[i] == 0)
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    if (missing.empty()) continue;
-    const std::string name = i < static_cast<int64_t>(names.size()) ? names[i]
-                                                                     : "#" + std::to_string(i);
-    throw Error("parameter " + name + " got no gradient on rank " + missing + " of " +
-                std::to_string(world) +
-                ": with several ranks every trainable parameter must take part in every step's "
-                "loss (DDP's rule without find_unused_parameters); freeze it or make the loss "
-                "use it");
-  }
-  std::vector<at::Tensor> grads;
-  for (const at::Tensor& p : parameters) grads.push_back(p.grad());
-  for (at::Tensor& g : grads) g.div_(world);
-  all_reduce_in_buckets(grads, kBucketBytes);
+  if (get_world_size() == 1) return;
+  GradientReducer reducer(parameters, names, /*hooks=*/false);
+  reducer.prepare();
+  reducer.finish();
 }
 
 std::vector<std::string> all_gather_bytes(const std::string& bytes) {

@@ -27,6 +27,14 @@ struct Topology {
 /// a rank outside [0, world size), a local world that does not divide into the world).
 void check_topology(const Topology& t);
 
+/// A collective in flight: wait() returns once it is done, its tensors holding the result (a
+/// failure or time-out is a detkit::Error naming the operation).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -40,6 +48,10 @@ class Communicator {
   virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
   /// Every rank's `input` (the same shape and dtype on every rank), in rank order.
   virtual std::vector<at::Tensor> all_gather(const at::Tensor& input) = 0;
+  /// Starts replacing `tensor` (contiguous) by its sum over all ranks, in place, and returns at
+  /// once; every rank starts the same collectives in the same order. The default runs it
+  /// before returning.
+  virtual std::unique_ptr<PendingCollective> start_all_reduce_sum(const at::Tensor& tensor);
   /// How the ranks reach each other, for the log ("" for a world of one).
   virtual std::string description() const { return ""; }
 };
@@ -73,11 +85,10 @@ bool is_main_process();
 /// A barrier across all ranks; returns at once in a world of one (Detectron2's synchronize).
 void synchronize();
 
-/// Data-parallel gradient averaging (what DDP does after backward): every parameter's gradient
-/// becomes its mean over the ranks, travelling in buckets of about 25 MB. A parameter without a
-/// gradient on any rank is a detkit::Error on every rank, naming it (from `names`, parallel to
-/// `parameters`) and the ranks (DDP without find_unused_parameters fails there too, later and
-/// less clearly). Nothing in a world of one.
+/// Data-parallel gradient averaging after backward, without overlap (GradientReducer's, with its
+/// hooks off): every parameter's gradient becomes its mean over the ranks, in buckets of about
+/// 25 MB. A parameter without a gradient on any rank is a detkit::Error on every rank, naming it
+/// (from `names`, parallel to `parameters`) and the ranks. Nothing in a world of one.
 void average_gradients(const std::vector<at::Tensor>& parameters,
                        const std::vector<std::string>& names = {});
 

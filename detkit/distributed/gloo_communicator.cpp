@@ -1,6 +1,11 @@
 #include "detkit/distributed/gloo_communicator.h"
 
+#include <arpa/inet.h>
 #include <c10/core/InferenceMode.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -24,17 +29,48 @@ std::string where(const Topology& t, const Rendezvous& r) {
          r.master_addr + ":" + std::to_string(r.master_port);
 }
 
-// Runs a collective; a failure or a time-out names the rank and what it was doing.
-template <typename F>
-void run(const Topology& t, const Rendezvous& r, const char* what, F f) {
+// Waits for a collective; a failure or a time-out names the rank and what it was doing.
+void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const Topology& t, const Rendezvous& r,
+              const char* what) {
   try {
-    f()->wait(r.timeout);
+    work->wait(r.timeout);
   } catch (const c10::Error& e) {
     throw Error(where(t, r) + ": " + what + " failed: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw Error(where(t, r) + ": " + what + " failed: " + e.what());
   }
 }
+
+// Starts a collective; a failure to start names the rank and the operation.
+template <typename F>
+c10::intrusive_ptr<c10d::Work> start(const Topology& t, const Rendezvous& r, const char* what,
+                                     F f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    throw Error(where(t, r) + ": " + what + " failed: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw Error(where(t, r) + ": " + what + " failed: " + e.what());
+  }
+}
+
+// Starts a collective and waits for it.
+template <typename F>
+void run(const Topology& t, const Rendezvous& r, const char* what, F f) {
+  wait_for(start(t, r, what, f), t, r, what);
+}
+
+class GlooPending : public PendingCollective {
+ public:
+  GlooPending(c10::intrusive_ptr<c10d::Work> work, const Topology& t, const Rendezvous& r)
+      : work_(std::move(work)), topology_(t), rendezvous_(r) {}
+  void wait() override { wait_for(work_, topology_, rendezvous_, "all-reduce"); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  Topology topology_;
+  Rendezvous rendezvous_;
+};
 }  // namespace
 
 namespace {
@@ -57,6 +93,41 @@ void wait_for_every_rank(c10d::TCPStore& store, const Topology& t, const Rendezv
                   " (--dist-timeout); the others did not start or cannot reach this address");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+}  // namespace
+
+namespace {
+// The address of this host's interface that faces `host` (the source address the kernel picks
+// for a datagram there; nothing is sent), or "" when there is no route.
+std::string address_facing(const std::string& host) {
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || !found) return "";
+  std::string address;
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char text[INET_ADDRSTRLEN] = {};
+    if (inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text))) address = text;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return address;
+}
+
+// The interface Gloo's peers reach this rank on: GLOO_SOCKET_IFNAME when set (PyTorch's
+// variable), loopback for a job on this machine, else the interface that faces the master.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master) {
+  if (const char* name = std::getenv("GLOO_SOCKET_IFNAME"); name && *name)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(name);
+  if (master == "127.0.0.1" || master == "localhost")
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  const std::string local = address_facing(master);
+  return local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                       : c10d::ProcessGroupGloo::createDeviceForHostname(local);
 }
 }  // namespace
 
@@ -84,12 +155,7 @@ GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& r
   wait_for_every_rank(*group_->store, topology_, rendezvous_);
   try {
     auto pg_options = c10d::ProcessGroupGloo::Options::create(rendezvous_.timeout);
-    // Over loopback when the job is on this machine; otherwise this host's address.
-    const bool local = rendezvous_.master_addr == "127.0.0.1" ||
-                       rendezvous_.master_addr == "localhost";
-    pg_options->devices.push_back(
-        local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-              : c10d::ProcessGroupGloo::createDefaultDevice());
+    pg_options->devices.push_back(gloo_device(rendezvous_.master_addr));
     group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
         group_->store, topology_.rank, topology_.world_size, pg_options);
   } catch (const c10::Error& e) {
@@ -125,6 +191,12 @@ void GlooCommunicator::broadcast(std::vector<at::Tensor>& tensors, int root) {
     options.rootRank = root;
     run(topology_, rendezvous_, "broadcast", [&] { return group_->pg->broadcast(one, options); });
   }
+}
+
+std::unique_ptr<PendingCollective> GlooCommunicator::start_all_reduce_sum(const at::Tensor& tensor) {
+  std::vector<at::Tensor> one = {tensor};
+  auto work = start(topology_, rendezvous_, "all-reduce", [&] { return group_->pg->allreduce(one); });
+  return std::make_unique<GlooPending>(std::move(work), topology_, rendezvous_);
 }
 
 std::vector<at::Tensor> GlooCommunicator::all_gather(const at::Tensor& input) {

@@ -29,6 +29,7 @@ class GlooCommunicator : public Communicator {
   void all_reduce_sum(std::vector<at::Tensor>& tensors) override;
   void broadcast(std::vector<at::Tensor>& tensors, int root) override;
   std::vector<at::Tensor> all_gather(const at::Tensor& input) override;
+  std::unique_ptr<PendingCollective> start_all_reduce_sum(const at::Tensor& tensor) override;
   std::string description() const override;
 
  private:

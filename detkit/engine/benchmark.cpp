@@ -38,11 +38,15 @@ void refuse_many_ranks(const std::string& task) {
 // Fills the window averages of `r` from its per-iteration times.
 BenchmarkResult summarize(BenchmarkResult r) {
   const auto b = r.window.begin, e = r.window.end;
-  const double n = static_cast<double>(e - b);
-  r.seconds_per_iter =
-      std::accumulate(r.iter_seconds.begin() + b, r.iter_seconds.begin() + e, 0.0) / n;
-  r.data_seconds_per_iter =
-      std::accumulate(r.data_seconds.begin() + b, r.data_seconds.begin() + e, 0.0) / n;
+  auto mean = [&](const std::vector<double>& v) {
+    return v.size() < static_cast<size_t>(e)
+               ? 0.0
+               : std::accumulate(v.begin() + b, v.begin() + e, 0.0) / static_cast<double>(e - b);
+  };
+  r.seconds_per_iter = mean(r.iter_seconds);
+  r.data_seconds_per_iter = mean(r.data_seconds);
+  r.comm_seconds_per_iter = mean(r.comm_seconds);
+  r.comm_wait_seconds_per_iter = mean(r.comm_wait_seconds);
   r.images_per_second = r.seconds_per_iter > 0 ? r.images_per_iter / r.seconds_per_iter : 0;
   r.peak_rss_mb = peak_rss_mb();
   return r;
@@ -112,6 +116,9 @@ class StepTimer : public HookBase {
     result_.data_seconds.push_back(trainer.storage().latest("data_time").first);
     result_.learning_rates.push_back(trainer.storage().latest("lr").first);
     result_.total_losses.push_back(trainer.storage().latest("total_loss").first);
+    const distributed::ReductionTiming comm = trainer.last_gradient_reduction();
+    result_.comm_seconds.push_back(comm.communication);
+    result_.comm_wait_seconds.push_back(comm.waiting);
     log_iteration(result_);
     profiler_.before_iteration(static_cast<int64_t>(result_.iter_seconds.size()));
     last_ = Clock::now();  // the profiler's start and stop are not the step's time
@@ -184,6 +191,8 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
   // Trainer averages the gradients. images_per_iter stays the global batch.
   broadcast_weights_from_main(*model);
   auto optimizer = solver::build_optimizer(cfg, *model);
+  for (const at::Tensor& p : optimizer->parameters())
+    result.gradient_mb += static_cast<double>(p.numel() * p.element_size()) / 1e6;
   auto scheduler = solver::build_lr_scheduler(cfg, *optimizer);
   auto loader = data::build_detection_train_loader(cfg, distributed::get_rank(),
                                                    distributed::get_world_size(), seed);

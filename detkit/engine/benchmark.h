@@ -51,6 +51,11 @@ struct BenchmarkResult {
   double train_gflops_per_iter = 0;
   double achieved_gflops = 0;
   double gemm_peak_gflops = 0;
+  // train on several ranks, every iteration: seconds of gradient communication, and the part of
+  // it backward did not hide (Trainer::last_gradient_reduction); window means.
+  std::vector<double> comm_seconds, comm_wait_seconds;
+  double comm_seconds_per_iter = 0, comm_wait_seconds_per_iter = 0;
+  double gradient_mb = 0;  // train: bytes of the trainable parameters' gradients, in MB (1e6)
 };
 
 /// The real training step (loader, forward with losses, backward, SGD) of build_model(cfg) on

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "detkit/distributed/comm.h"
@@ -48,6 +49,18 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   skipped_steps_ = 0;
   storage_.set_iter(start_iter);
   spdlog::info("Starting training from iteration {}", start_iter);
+  reducer_.reset();
+  if (distributed::get_world_size() > 1) {
+    std::map<const void*, std::string> by_tensor;  // the names, for errors
+    for (const auto& item : model_->named_parameters())
+      by_tensor[item.value().unsafeGetTensorImpl()] = item.key();
+    std::vector<std::string> names;
+    for (const at::Tensor& p : optimizer_.parameters()) {
+      auto it = by_tensor.find(p.unsafeGetTensorImpl());
+      names.push_back(it == by_tensor.end() ? "(not in the model)" : it->second);
+    }
+    reducer_ = std::make_unique<distributed::GradientReducer>(optimizer_.parameters(), names);
+  }
   model_->train();
   for (auto& h : hooks_) h->before_train(*this);
   for (; iter_ < max_iter_; ++iter_) {
@@ -156,23 +169,12 @@ void Trainer::backward(const at::Tensor& total) {
   // Dropping the gradients (PyTorch 2's default) instead of zeroing them: backward then hands
   // each parameter its fresh gradient instead of adding it to zeros. Same values, less work.
   optimizer_.zero_grad(/*set_to_none=*/true);
+  if (reducer_) reducer_->prepare();  // its hooks start the all-reduces during backward
   total.backward();
 }
 
 void Trainer::synchronize_gradients() {
-  if (distributed::get_world_size() == 1) return;
-  const std::vector<at::Tensor> params = optimizer_.parameters();
-  if (parameter_names_.size() != params.size()) {  // once: the names, for errors
-    std::map<const void*, std::string> by_tensor;
-    for (const auto& item : model_->named_parameters())
-      by_tensor[item.value().unsafeGetTensorImpl()] = item.key();
-    parameter_names_.clear();
-    for (const at::Tensor& p : params) {
-      auto it = by_tensor.find(p.unsafeGetTensorImpl());
-      parameter_names_.push_back(it == by_tensor.end() ? "(not in the model)" : it->second);
-    }
-  }
-  distributed::average_gradients(params, parameter_names_);
+  if (reducer_) reducer_->finish();
 }
 
 void Trainer::optimizer_step() {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "detkit/distributed/gradient_reducer.h"
 #include "detkit/engine/event_storage.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/optimizer.h"
@@ -57,6 +58,11 @@ class Trainer {
   solver::Optimizer& optimizer() { return optimizer_; }
   /// Steps the optimizer skipped so far in this train() (a loss scaler's overflow steps).
   int64_t skipped_steps() const { return skipped_steps_; }
+  /// With several ranks, the last step's gradient communication: its length, and the part of it
+  /// backward did not hide; zeros in one process.
+  distributed::ReductionTiming last_gradient_reduction() const {
+    return reducer_ ? reducer_->last_timing() : distributed::ReductionTiming{};
+  }
 
  protected:
   /// The next batch; records "data_time" (with several ranks sum_losses does, as the maximum
@@ -70,9 +76,9 @@ class Trainer {
   virtual at::Tensor sum_losses(const structures::LossDict& losses);
   /// Fresh gradients of `total` (the previous step's are dropped first).
   virtual void backward(const at::Tensor& total);
-  /// Data-parallel training: every gradient becomes its mean over the ranks
-  /// (distributed::average_gradients; a parameter without a gradient is an error naming it);
-  /// nothing in one process.
+  /// Data-parallel training: every gradient becomes its mean over the ranks (a
+  /// distributed::GradientReducer, whose buckets travel while backward runs; a parameter without
+  /// a gradient is an error naming it); nothing in one process.
   virtual void synchronize_gradients();
   /// Applies the gradients; a step the optimizer skips is counted (skipped_steps()).
   virtual void optimizer_step();
@@ -85,8 +91,9 @@ class Trainer {
   std::vector<std::shared_ptr<HookBase>> hooks_;
   EventStorage storage_;
   int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
-  double data_time_ = 0;                     // this rank's wait for the current batch
-  std::vector<std::string> parameter_names_;  // of optimizer_.parameters(), for errors
+  double data_time_ = 0;  // this rank's wait for the current batch
+  // Several ranks: averages the gradients, overlapping backward (made by train()).
+  std::unique_ptr<distributed::GradientReducer> reducer_;
 };
 
 /// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals) on

@@ -220,15 +220,43 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
         << e.what();
   }
   synchronize();
+
+  {  // A collective that stalls: rank 1 of a second job (2 s time-out) skips a barrier.
+    Rendezvous r;
+    r.master_port = std::atoi(std::getenv("DETKIT_GLOO_PORT2"));
+    r.timeout = std::chrono::seconds(2);
+    GlooCommunicator second({rank, 2, rank, 2}, r);
+    if (rank == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        second.barrier();
+        ADD_FAILURE() << "a barrier that rank 1 never entered returned";
+      } catch (const Error& e) {
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cout << "[ gloo ] rank 0 after " << waited << " s: " << std::string(e.what()).substr(0, 160) << "\n";
+        EXPECT_EQ(std::string(e.what()).rfind("rank 0 of 2 at 127.0.0.1:" + std::to_string(r.master_port) +
+                                                  ": barrier failed: ",
+                                              0),
+                  0u)
+            << e.what();
+        EXPECT_LT(waited, 30.0);
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+    }
+  }
+  synchronize();
 }
 
 // Starts this binary as one rank; returns its pid.
-pid_t start_rank(int rank, int port, const std::string& log) {
+pid_t start_rank(int rank, int port, int port2, const std::string& log) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   for (const std::string& v : std::vector<std::string>{"DETKIT_GLOO_WORKER=1", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
         "MASTER_PORT=" + std::to_string(port), "RANK=" + std::to_string(rank),
-        "LOCAL_RANK=" + std::to_string(rank), "OMP_NUM_THREADS=1"})
+        "LOCAL_RANK=" + std::to_string(rank), "OMP_NUM_THREADS=1",
+        "DETKIT_GLOO_PORT2=" + std::to_string(port2)})
     env.push_back(v);
   std::vector<char*> envp;
   for (auto& v : env) envp.push_back(v.data());
@@ -254,10 +282,10 @@ std::string read_file(const std::string& path) {
 
 TEST(GlooTwoRanks, TrainLikeOneProcess) {
   testing::TempDir dir("gloo_two_ranks");
-  const int port = free_port();
+  const int port = free_port(), port2 = free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
-    pids.push_back(start_rank(rank, port, dir.path("rank" + std::to_string(rank) + ".log")));
+    pids.push_back(start_rank(rank, port, port2, dir.path("rank" + std::to_string(rank) + ".log")));
     ASSERT_GT(pids.back(), 0);
   }
   std::vector<int> status(2, -1);

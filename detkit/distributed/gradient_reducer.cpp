@@ -1,0 +1,155 @@
+#include "detkit/distributed/gradient_reducer.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+#include "detkit/utils/error.h"
+
+namespace detkit::distributed {
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+struct GradientReducer::Bucket {
+  std::vector<size_t> members;  // parameter indices
+  at::Tensor buffer;            // their gradients, flat
+  size_t waiting_for = 0;       // members not in yet this step
+  std::unique_ptr<PendingCollective> pending;
+};
+
+GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::vector<std::string> names,
+                                 bool hooks, size_t bucket_bytes)
+    : parameters_(std::move(parameters)), names_(std::move(names)) {
+  slot_.resize(parameters_.size());
+  ready_.assign(parameters_.size(), false);
+  // Reverse order, of one dtype each: roughly the order backward produces the gradients.
+  size_t bytes = 0;
+  for (size_t k = parameters_.size(); k-- > 0;) {
+    const at::Tensor& p = parameters_[k];
+    const size_t size = p.numel() * p.element_size();
+    if (buckets_.empty() || bytes >= bucket_bytes ||
+        parameters_[buckets_.back().members.front()].scalar_type() != p.scalar_type()) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    Bucket& b = buckets_.back();
+    const int64_t offset = b.members.empty() ? 0 : slot_[b.members.back()].second +
+                                                       parameters_[b.members.back()].numel();
+    slot_[k] = {buckets_.size() - 1, static_cast<size_t>(offset)};
+    b.members.push_back(k);
+    bytes += size;
+  }
+  for (Bucket& b : buckets_) {
+    int64_t numel = 0;
+    for (size_t k : b.members) numel += parameters_[k].numel();
+    b.buffer = at::zeros({numel}, parameters_[b.members.front()].options().requires_grad(false));
+  }
+  if (hooks && get_world_size() > 1)
+    for (size_t k = 0; k < parameters_.size(); ++k)
+      hook_ids_.push_back(parameters_[k].register_hook([this, k](const at::Tensor& grad) {
+        if (armed_) take(k, grad);
+      }));
+}
+
+GradientReducer::~GradientReducer() {
+  for (size_t k = 0; k < hook_ids_.size(); ++k) parameters_[k].remove_hook(hook_ids_[k]);
+}
+
+std::string GradientReducer::name(size_t k) const {
+  return k < names_.size() ? names_[k] : "#" + std::to_string(k);
+}
+
+void GradientReducer::prepare() {
+  if (get_world_size() == 1) return;
+  for (Bucket& b : buckets_) {
+    b.waiting_for = b.members.size();
+    b.pending.reset();
+  }
+  ready_.assign(parameters_.size(), false);
+  next_bucket_ = 0;
+  first_start_ = -1;
+  armed_ = !hook_ids_.empty();
+}
+
+void GradientReducer::take(size_t k, const at::Tensor& grad) {
+  if (ready_[k])
+    throw Error("parameter " + name(k) +
+                " received a second gradient in one step; data-parallel training reduces each "
+                "parameter's gradient once per step");
+  ready_[k] = true;
+  const auto [bucket, offset] = slot_[k];
+  Bucket& b = buckets_[bucket];
+  {
+    at::NoGradGuard no_grad;
+    b.buffer.narrow(0, static_cast<int64_t>(offset), grad.numel()).copy_(grad.reshape({-1}));
+  }
+  if (--b.waiting_for == 0) start_ready_buckets();
+}
+
+void GradientReducer::start_ready_buckets() {
+  // In bucket order on every rank: Gloo pairs collectives by the order they are started in.
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].waiting_for == 0)
+    start(buckets_[next_bucket_++]);
+}
+
+void GradientReducer::start(Bucket& b) {
+  if (first_start_ < 0) first_start_ = now();
+  b.buffer.div_(get_world_size());
+  b.pending = communicator().start_all_reduce_sum(b.buffer);
+}
+
+void GradientReducer::finish() {
+  const int world = get_world_size();
+  if (world == 1) return;
+  armed_ = false;
+  const double entered = now();
+  at::NoGradGuard no_grad;
+  // What the hooks did not take: gradients backward left without a hook call (none are, when
+  // hooks are off), or none at all — zeros, so that the other ranks' buckets still complete.
+  at::Tensor missing = at::zeros({static_cast<int64_t>(parameters_.size())}, at::kByte);
+  uint8_t* is_missing = missing.data_ptr<uint8_t>();
+  for (size_t k = 0; k < parameters_.size(); ++k) {
+    if (ready_[k]) continue;
+    const at::Tensor& grad = parameters_[k].grad();
+    if (grad.defined()) {
+      take(k, grad);
+    } else {
+      is_missing[k] = 1;
+      ready_[k] = true;
+      const auto [bucket, offset] = slot_[k];
+      buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset), parameters_[k].numel()).zero_();
+      if (--buckets_[bucket].waiting_for == 0) start_ready_buckets();
+    }
+  }
+  start_ready_buckets();
+  for (Bucket& b : buckets_) b.pending->wait();
+  const double done = now();
+  timing_.waiting = done - entered;
+  timing_.communication = done - (first_start_ < 0 ? entered : first_start_);
+  // As DDP without find_unused_parameters: every trainable parameter takes part in every step
+  // on every rank. Every rank sees the same flags, so every rank stops here with this error.
+  const std::vector<at::Tensor> all = communicator().all_gather(missing);
+  for (size_t k = 0; k < parameters_.size(); ++k) {
+    std::string ranks;
+    for (int r = 0; r < world; ++r)
+      if (all[r].data_ptr<uint8_t>()[k] != 0)
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    if (ranks.empty()) continue;
+    throw Error("parameter " + name(k) + " got no gradient on rank " + ranks + " of " + std::to_string(world) +
+                ": with several ranks every trainable parameter must take part in every step's "
+                "loss (DDP's rule without find_unused_parameters); freeze it or make the loss "
+                "use it");
+  }
+  for (size_t k = 0; k < parameters_.size(); ++k) {
+    const auto [bucket, offset] = slot_[k];
+    const at::Tensor mean = buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset),
+                                                           parameters_[k].numel());
+    parameters_[k].mutable_grad().copy_(mean.view(parameters_[k].sizes()));
+  }
+}
+
+}  // namespace detkit::distributed
