@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -25,6 +27,11 @@ int configure_threads(int requested) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
   if (n <= 0) n = 1;
   at::set_num_threads(n);
+  // libtorch does not pass its count on to OpenBLAS; found at run time, so that a build on
+  // another BLAS does not need the symbol.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set(n);
   return n;
 }
 

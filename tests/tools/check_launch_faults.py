@@ -4,7 +4,8 @@
 What a job of several ranks does when something goes wrong (all on 127.0.0.1, bounded):
   kill-a-rank   `detkit train --num-gpus 2` running; rank 1 gets SIGKILL. The launcher must exit
                 non-zero within 60 s naming rank 1 and the signal, leave no worker behind, and
-                last_checkpoint must still name a complete checkpoint.
+                last_checkpoint must still name a complete checkpoint; `--resume` then ends
+                with exactly the checkpoint of a run that was never interrupted.
   sigterm       the launcher gets SIGTERM (a scheduler's stop): it passes it on, every worker
                 ends, it exits non-zero saying so.
   launcher-dies the launcher gets SIGKILL: its workers die with it (no orphans).
@@ -66,11 +67,11 @@ def wait_until(condition, seconds, what):
 
 
 class Launch:
-    def __init__(self, detkit, config, out, overrides, env, log):
+    def __init__(self, detkit, config, out, overrides, env, log, flags=()):
         self.out, self.log_path = out, log
         self.log = open(log, "w")
-        command = [detkit, "--num-threads", "1", "train", "--num-gpus", "2", "--config-file",
-                   config, "OUTPUT_DIR", out] + overrides
+        command = [detkit, "--num-threads", "1", "train", "--num-gpus", "2", *flags,
+                   "--config-file", config, "OUTPUT_DIR", out] + overrides
         self.p = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def workers_training(self):
@@ -100,10 +101,23 @@ def check_no_worker_left(workers):
 
 
 def check_last_checkpoint(out):
+    """Returns the iteration of the complete checkpoint last_checkpoint names."""
     name = open(os.path.join(out, "last_checkpoint")).read().strip()
     path = os.path.join(out, name)
     assert zipfile.is_zipfile(path) and zipfile.ZipFile(path).testzip() is None, path
     print(f"  last_checkpoint: {name}, a complete file")
+    return int(name[len("model_"):-len(".pth")])
+
+
+def same_checkpoints(a, b):
+    """Every member of the two checkpoint archives (tensors, optimizer, iteration) byte-equal."""
+    za, zb = zipfile.ZipFile(a), zipfile.ZipFile(b)
+    names = sorted(za.namelist())
+    assert names == sorted(zb.namelist()), (names, zb.namelist())
+    differ = [n for n in names if za.read(n) != zb.read(n)]
+    print(f"  {len(names) - len(differ)} of {len(names)} archive members identical"
+          + (f"; differ: {differ[:5]}" if differ else ""))
+    return not differ
 
 
 def main():
@@ -128,7 +142,18 @@ def main():
     assert code != 0
     assert f"rank 1 (pid {workers[1]}) was killed by signal 9 (SIGKILL)" in message, output
     check_no_worker_left(workers.values())
-    check_last_checkpoint(os.path.join(work, "kill"))
+    done = check_last_checkpoint(os.path.join(work, "kill"))
+
+    print("resume after the kill, against a run never interrupted:")
+    end = ["SOLVER.MAX_ITER", str(done + 4)]
+    for name, extra in [("kill", ["--resume"]), ("whole", [])]:
+        run = Launch(detkit, config, os.path.join(work, name), overrides + end, env,
+                     os.path.join(work, name + "_end.out"), extra)
+        code, seconds, output = run.ending(300)
+        assert code == 0, output
+    assert f"at iteration {done + 1}" in open(os.path.join(work, "kill", "log.txt")).read()
+    assert same_checkpoints(os.path.join(work, "kill", "model_final.pth"),
+                            os.path.join(work, "whole", "model_final.pth"))
 
     print("sigterm:")
     run = Launch(detkit, config, os.path.join(work, "term"), overrides, env, os.path.join(work, "term.out"))
