@@ -8,8 +8,8 @@ Runs `detkit train` as two ranks on this machine, over 127.0.0.1, started in one
             SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE, SLURM_JOB_NODELIST), the
             port derived from SLURM_JOB_ID as detkit documents;
   launcher  one `detkit train --num-gpus 2`, which starts and supervises its two workers; then the
-            trained model is evaluated again in one process, and the two results files and AP
-            tables must be identical.
+            trained model is evaluated again in one process and with --eval-only --num-gpus 2,
+            and the results files and AP tables must be identical.
 Checks that the job finishes within the time-out, that rank 0 alone wrote the job's files
 (config.yaml, metrics.json, checkpoints) and that each rank logged to its own file.
 """
@@ -133,10 +133,19 @@ def main():
                          stderr=subprocess.STDOUT)
     check_codes(wait([p], [log]), ["single"], work)
     one = open(os.path.join(work, "single.out")).read()
+    # And --eval-only on two ranks, as the launcher starts them.
+    again = os.path.join(work, "eval_two")
+    log = open(os.path.join(work, "eval_two.out"), "w")
+    p = subprocess.Popen(command[:4] + ["--eval-only", "--num-gpus", "2"] + command[4:] +
+                         ["OUTPUT_DIR", again, "MODEL.WEIGHTS", os.path.join(out, "model_final.pth")],
+                         env=dict(os.environ, DETKIT_DATASETS=datasets), stdout=log,
+                         stderr=subprocess.STDOUT)
+    check_codes(wait([p], [log]), ["eval_two"], work)
     results = [open(os.path.join(d, "inference", "coco_instances_results.json")).read()
-               for d in (out, single)]
-    print("detections: two ranks", len(json.loads(results[0])), "one process", len(json.loads(results[1])))
-    assert results[0] == results[1], "the results files differ"
+               for d in (out, single, again)]
+    print("detections: two ranks", len(json.loads(results[0])), "one process",
+          len(json.loads(results[1])), "two ranks --eval-only", len(json.loads(results[2])))
+    assert results[0] == results[1] == results[2], "the results files differ"
     for task in ("bbox", "segm"):
         print(task, "two ranks:", table(output, task)[2], "one process:", table(one, task)[2])
         assert table(output, task) == table(one, task), task
