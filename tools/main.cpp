@@ -1,13 +1,18 @@
 // detkit: one binary, Detectron2's commands. Errors print on one line and exit non-zero.
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 
 #include "detkit/utils/allocator.h"
+#include "detkit/utils/blas.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/logging.h"
 #include "detkit/utils/threads.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  // Before anything else: on a CPU OpenBLAS does not know, start again with the right kernels.
+  detkit::restart_with_better_blas_kernels(argv);
   detkit::configure_allocator();
   detkit::setup_logging();
   CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
@@ -33,6 +38,7 @@ int main(int argc, char** argv) {
   }
   try {
     detkit::configure_threads(num_threads);
+    spdlog::info("{}", detkit::blas_kernel_report());
     for (auto& run : commands) {
       int code = run();
       if (code >= 0) return code;
