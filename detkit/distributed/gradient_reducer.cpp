@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "detkit/utils/error.h"
@@ -23,16 +24,31 @@ struct GradientReducer::Bucket {
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::vector<std::string> names,
                                  bool hooks, size_t bucket_bytes)
-    : parameters_(std::move(parameters)), names_(std::move(names)) {
+    : parameters_(std::move(parameters)), names_(std::move(names)), bucket_bytes_(bucket_bytes) {
   slot_.resize(parameters_.size());
   ready_.assign(parameters_.size(), false);
-  // Reverse order, of one dtype each: roughly the order backward produces the gradients.
-  size_t bytes = 0;
-  for (size_t k = parameters_.size(); k-- > 0;) {
+  // Reverse order: roughly the order backward produces the gradients, until the first step
+  // has shown the real one.
+  std::vector<size_t> order(parameters_.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  build_buckets(order);
+  if (hooks && get_world_size() > 1)
+    for (size_t k = 0; k < parameters_.size(); ++k)
+      hook_ids_.push_back(parameters_[k].register_hook([this, k](const at::Tensor& grad) {
+        if (armed_) take(k, grad);
+      }));
+}
+
+void GradientReducer::build_buckets(const std::vector<size_t>& order) {
+  // Consecutive parameters of `order`, one dtype per bucket; the first bucket small (1 MiB, as
+  // DDP's) so that communication starts early in backward.
+  buckets_.clear();
+  size_t bytes = 0, cap = std::min<size_t>(bucket_bytes_, 1u << 20);
+  for (size_t k : order) {
     const at::Tensor& p = parameters_[k];
-    const size_t size = p.numel() * p.element_size();
-    if (buckets_.empty() || bytes >= bucket_bytes ||
+    if (buckets_.empty() || bytes >= cap ||
         parameters_[buckets_.back().members.front()].scalar_type() != p.scalar_type()) {
+      if (!buckets_.empty()) cap = bucket_bytes_;
       buckets_.emplace_back();
       bytes = 0;
     }
@@ -41,18 +57,28 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::vector
                                                        parameters_[b.members.back()].numel();
     slot_[k] = {buckets_.size() - 1, static_cast<size_t>(offset)};
     b.members.push_back(k);
-    bytes += size;
+    bytes += p.numel() * p.element_size();
   }
   for (Bucket& b : buckets_) {
     int64_t numel = 0;
     for (size_t k : b.members) numel += parameters_[k].numel();
     b.buffer = at::zeros({numel}, parameters_[b.members.front()].options().requires_grad(false));
   }
-  if (hooks && get_world_size() > 1)
-    for (size_t k = 0; k < parameters_.size(); ++k)
-      hook_ids_.push_back(parameters_[k].register_hook([this, k](const at::Tensor& grad) {
-        if (armed_) take(k, grad);
-      }));
+}
+
+void GradientReducer::rebuild_in_arrival_order() {
+  // As DDP after its first iteration: buckets in the order the gradients arrived, rank 0's order
+  // on every rank (collectives must pair up), so that no early bucket waits for a late gradient.
+  at::Tensor order = at::empty({static_cast<int64_t>(parameters_.size())}, at::kLong);
+  int64_t* o = order.data_ptr<int64_t>();
+  for (size_t i = 0; i < arrival_.size(); ++i) o[i] = static_cast<int64_t>(arrival_[i]);
+  std::vector<at::Tensor> shared = {order};
+  communicator().broadcast(shared, 0);
+  o = shared[0].data_ptr<int64_t>();
+  std::vector<size_t> ordered(parameters_.size());
+  for (size_t i = 0; i < ordered.size(); ++i) ordered[i] = static_cast<size_t>(o[i]);
+  build_buckets(ordered);
+  rebuilt_ = true;
 }
 
 GradientReducer::~GradientReducer() {
@@ -70,6 +96,7 @@ void GradientReducer::prepare() {
     b.pending.reset();
   }
   ready_.assign(parameters_.size(), false);
+  arrival_.clear();
   next_bucket_ = 0;
   first_start_ = -1;
   armed_ = !hook_ids_.empty();
@@ -81,6 +108,7 @@ void GradientReducer::take(size_t k, const at::Tensor& grad) {
                 " received a second gradient in one step; data-parallel training reduces each "
                 "parameter's gradient once per step");
   ready_[k] = true;
+  arrival_.push_back(k);
   const auto [bucket, offset] = slot_[k];
   Bucket& b = buckets_[bucket];
   {
@@ -120,6 +148,7 @@ void GradientReducer::finish() {
     } else {
       is_missing[k] = 1;
       ready_[k] = true;
+      arrival_.push_back(k);
       const auto [bucket, offset] = slot_[k];
       buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset), parameters_[k].numel()).zero_();
       if (--buckets_[bucket].waiting_for == 0) start_ready_buckets();
@@ -150,6 +179,7 @@ void GradientReducer::finish() {
                                                            parameters_[k].numel());
     parameters_[k].mutable_grad().copy_(mean.view(parameters_[k].sizes()));
   }
+  if (!rebuilt_ && !hook_ids_.empty()) rebuild_in_arrival_order();
 }
 
 }  // namespace detkit::distributed

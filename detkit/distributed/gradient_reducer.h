@@ -1,7 +1,7 @@
 #pragma once
 // Data-parallel gradient averaging that overlaps backward (what DDP's Reducer does): the
-// parameters are grouped into buckets of about 25 MB in reverse order (the order backward
-// produces their gradients); a hook on each parameter copies its gradient into its bucket as
+// parameters are grouped into buckets of about 25 MB (the first 1 MiB) in reverse order, and
+// after the first step in the order their gradients arrived on rank 0; a hook on each parameter copies its gradient into its bucket as
 // soon as backward has computed it, and a bucket whose gradients are all in starts its
 // all-reduce while backward goes on. Buckets start in the same order on every rank. finish(),
 // after backward, starts what is left, waits, and writes the means back into the gradients.
@@ -47,6 +47,8 @@ class GradientReducer {
  private:
   struct Bucket;
   std::string name(size_t k) const;
+  void build_buckets(const std::vector<size_t>& order);
+  void rebuild_in_arrival_order();
   void take(size_t index, const at::Tensor& grad);
   void start_ready_buckets();
   void start(Bucket& bucket);
@@ -57,8 +59,10 @@ class GradientReducer {
   std::vector<std::pair<size_t, size_t>> slot_;  // parameter -> (bucket, offset in it)
   std::vector<unsigned> hook_ids_;
   std::vector<bool> ready_;
+  std::vector<size_t> arrival_;  // parameters in the order their gradients came this step
+  size_t bucket_bytes_;
   size_t next_bucket_ = 0;
-  bool armed_ = false;
+  bool armed_ = false, rebuilt_ = false;
   double first_start_ = -1;
   ReductionTiming timing_;
 };

@@ -44,6 +44,26 @@ TEST(GradientReducer, StartsBucketsDuringBackwardAndLeavesTheMeans) {
   EXPECT_TRUE(m.c.grad().allclose(reference.c.grad()));
 }
 
+TEST(GradientReducer, AfterTheFirstStepBucketsFollowTheOrderGradientsArrive) {
+  testing::ScopedRank rank(0, 2);
+  Chain m;
+  // Listed so that reverse order puts a (whose gradient comes last) in the first bucket: in the
+  // first step nothing starts before a's gradient; from the second, c's and b's buckets start
+  // as soon as their gradients are in.
+  GradientReducer reducer({m.c, m.b, m.a}, {"c", "b", "a"}, /*hooks=*/true, /*bucket_bytes=*/4);
+  int at_prepare = 0;
+  std::vector<int> started_by_b;  // buckets started when b's gradient has been taken
+  m.b.register_hook([&](const at::Tensor&) { started_by_b.push_back(rank.collectives() - at_prepare); });
+  for (int step = 0; step < 2; ++step) {
+    m.a.mutable_grad() = m.b.mutable_grad() = m.c.mutable_grad() = at::Tensor();
+    at_prepare = rank.collectives();
+    reducer.prepare();
+    m.loss().backward();
+    reducer.finish();
+  }
+  EXPECT_EQ(started_by_b, (std::vector<int>{0, 2}));
+}
+
 TEST(GradientReducer, AParameterWithoutAGradientIsNamed) {
   testing::ScopedRank rank(1, 2);
   Chain m;
