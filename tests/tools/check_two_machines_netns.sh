@@ -21,8 +21,10 @@ trap cleanup EXIT
 if ! ip netns add "$m0" 2>/dev/null || ! ip netns add "$m1" 2>/dev/null; then
   echo "skipped: 'ip netns add' is not permitted here"; exit 77
 fi
+if ! ip link add "${tag}a" type veth peer name "${tag}b" 2>/dev/null; then
+  echo "skipped: a veth pair cannot be made here"; exit 77
+fi
 set -e
-ip link add "${tag}a" type veth peer name "${tag}b"
 ip link set "${tag}a" netns "$m0"
 ip link set "${tag}b" netns "$m1"
 ip -n "$m0" addr add 10.213.7.1/24 dev "${tag}a"
