@@ -113,7 +113,11 @@ void GradientReducer::take(size_t k, const at::Tensor& grad) {
   Bucket& b = buckets_[bucket];
   {
     at::NoGradGuard no_grad;
-    b.buffer.narrow(0, static_cast<int64_t>(offset), grad.numel()).copy_(grad.reshape({-1}));
+    at::Tensor slot = b.buffer.narrow(0, static_cast<int64_t>(offset), parameters_[k].numel());
+    if (grad.defined())
+      slot.copy_(grad.reshape({-1}));
+    else
+      slot.zero_();  // none on this rank: zeros travel, so that the other ranks do not wait
   }
   if (--b.waiting_for == 0) start_ready_buckets();
 }
@@ -136,23 +140,15 @@ void GradientReducer::finish() {
   armed_ = false;
   const double entered = now();
   at::NoGradGuard no_grad;
-  // What the hooks did not take: gradients backward left without a hook call (none are, when
-  // hooks are off), or none at all — zeros, so that the other ranks' buckets still complete.
+  // What the hooks did not take (every gradient, when hooks are off), and the parameters that
+  // got none on this rank (zeros travel for them; the error comes after the wait).
   at::Tensor missing = at::zeros({static_cast<int64_t>(parameters_.size())}, at::kByte);
   uint8_t* is_missing = missing.data_ptr<uint8_t>();
   for (size_t k = 0; k < parameters_.size(); ++k) {
     if (ready_[k]) continue;
     const at::Tensor& grad = parameters_[k].grad();
-    if (grad.defined()) {
-      take(k, grad);
-    } else {
-      is_missing[k] = 1;
-      ready_[k] = true;
-      arrival_.push_back(k);
-      const auto [bucket, offset] = slot_[k];
-      buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset), parameters_[k].numel()).zero_();
-      if (--buckets_[bucket].waiting_for == 0) start_ready_buckets();
-    }
+    if (!grad.defined()) is_missing[k] = 1;
+    take(k, grad);
   }
   start_ready_buckets();
   for (Bucket& b : buckets_) b.pending->wait();

@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <sstream>
 
 #include "detkit/distributed/comm.h"
+#include "detkit/solver/param_groups.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {
@@ -51,9 +51,7 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   spdlog::info("Starting training from iteration {}", start_iter);
   reducer_.reset();
   if (distributed::get_world_size() > 1) {
-    std::map<const void*, std::string> by_tensor;  // the names, for errors
-    for (const auto& item : model_->named_parameters())
-      by_tensor[item.value().unsafeGetTensorImpl()] = item.key();
+    const auto by_tensor = solver::parameter_names(*model_);  // the names, for errors
     std::vector<std::string> names;
     for (const at::Tensor& p : optimizer_.parameters()) {
       auto it = by_tensor.find(p.unsafeGetTensorImpl());

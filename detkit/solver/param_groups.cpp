@@ -24,7 +24,8 @@ bool is_any_of(const torch::nn::Module& module) {
 // second, each present or not. Python compares the floats with ==, so do we.
 using GroupKey = std::pair<std::optional<double>, std::optional<double>>;
 
-// Dotted names of all parameters, first name wins for shared ones.
+}  // namespace
+
 std::unordered_map<const c10::TensorImpl*, std::string> parameter_names(
     const torch::nn::Module& model) {
   std::unordered_map<const c10::TensorImpl*, std::string> names;
@@ -33,8 +34,6 @@ std::unordered_map<const c10::TensorImpl*, std::string> parameter_names(
   }
   return names;
 }
-
-}  // namespace
 
 bool is_norm_module(const torch::nn::Module& module) {
   using namespace torch::nn;  // NOLINT(build/namespaces)

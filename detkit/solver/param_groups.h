@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace detkit::solver {
@@ -27,6 +28,10 @@ struct ParamGroup {
   std::optional<double> lr;
   std::optional<double> weight_decay;
 };
+
+/// Dotted names of all parameters of `model`, by tensor; the first name wins for shared ones.
+std::unordered_map<const c10::TensorImpl*, std::string> parameter_names(
+    const torch::nn::Module& model);
 
 /// True for the module types Detectron2 treats as normalisation layers: BatchNorm1d/2d/3d,
 /// GroupNorm, InstanceNorm1d/2d/3d, LayerNorm, LocalResponseNorm (torch::nn's). detkit's

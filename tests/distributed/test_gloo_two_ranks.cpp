@@ -29,6 +29,7 @@
 #include "detkit/layers/sync_batch_norm.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
 #include "tests/support/temp_dir.h"
 
 extern char** environ;
@@ -271,13 +272,6 @@ pid_t start_rank(int rank, int port, int port2, const std::string& log) {
   const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   return rc == 0 ? pid : -1;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST(GlooTwoRanks, TrainLikeOneProcess) {

@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include "detkit/config/defaults.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
 #include "tests/support/scoped_rank.h"
 #include "tests/support/tiny_shapes.h"
 
@@ -57,11 +56,6 @@ TEST(RankGating, EvaluationOnRankOneGathersToRankZeroAndReportsNothing) {
   EXPECT_GE(scoped.collectives(), 2) << "rank 1 did not take part in the gather";
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 TEST(RankGating, ResumingAtAnotherWorldSizeSaysTheSamplerIsResharded) {
   testing::TinySetup setup("rank_gating_resume");
   config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_resume");
@@ -81,7 +75,7 @@ TEST(RankGating, ResumingAtAnotherWorldSizeSaysTheSamplerIsResharded) {
     DefaultTrainer trainer(cfg, 1);
     trainer.resume_or_load(true);
   }
-  EXPECT_NE(read_text(out + "/log.txt").find(warning), std::string::npos) << read_text(out + "/log.txt");
+  EXPECT_NE(read_file(out + "/log.txt").find(warning), std::string::npos) << read_file(out + "/log.txt");
   // The same world size: no warning.
   {
     testing::ScopedRank scoped(0, 2);
@@ -96,7 +90,7 @@ TEST(RankGating, ResumingAtAnotherWorldSizeSaysTheSamplerIsResharded) {
     DefaultTrainer trainer(cfg, 1);
     trainer.resume_or_load(true);
   }
-  const std::string log = read_text(out + "/log.txt");
+  const std::string log = read_file(out + "/log.txt");
   EXPECT_NE(log.find("Resuming from"), std::string::npos) << log;
   EXPECT_EQ(log.find("re-sharded"), std::string::npos) << log;
 }

@@ -8,12 +8,11 @@
 
 #include <deque>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "detkit/data/coco/coco.h"
 #include "detkit/distributed/comm.h"
 #include "detkit/evaluation/coco_evaluator.h"
+#include "detkit/utils/file_io.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit::evaluation {
@@ -86,13 +85,6 @@ structures::Instances detections_for(const data::CocoDataset& ds, size_t i) {
   return out;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
   if (!std::filesystem::exists(kGroundTruth)) GTEST_SKIP() << "shared data absent: " << kGroundTruth;
   auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kGroundTruth, ""));
@@ -129,8 +121,8 @@ TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
     EXPECT_GT(report.stats[0], 0.05) << task;  // low: most images have no detections
     for (int k = 0; k < 12; ++k) EXPECT_EQ(gathered.at(task).stats[k], report.stats[k]) << task << " " << k;
   }
-  EXPECT_EQ(read(dir.path("two/coco_instances_results.json")),
-            read(dir.path("one/coco_instances_results.json")));
+  EXPECT_EQ(read_file(dir.path("two/coco_instances_results.json")),
+            read_file(dir.path("one/coco_instances_results.json")));
 }
 
 }  // namespace
