@@ -71,6 +71,13 @@ TEST(Launcher, OptionErrorsNameTheFlag) {
   EXPECT_EQ(error_of([&] { check_launch_options(o); }),
             "--machine-rank 2 is outside 0..1 (--num-machines 2)");
   o = {};
+  o.num_machines = 0;
+  EXPECT_EQ(error_of([&] { check_launch_options(o); }), "--num-machines must be at least 1, got 0");
+  o = {};
+  o.timeout = std::chrono::seconds(0);
+  EXPECT_EQ(error_of([&] { check_launch_options(o); }),
+            "--dist-timeout must be at least 1 second, got 0");
+  o = {};
   EXPECT_EQ(error_of([&] { check_launch_options(o); }), "no error");
 }
 

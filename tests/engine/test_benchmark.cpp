@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "detkit/engine/benchmark.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "tests/support/scoped_rank.h"
 #include "tests/support/tiny_shapes.h"
 
 namespace detkit::engine {
@@ -130,6 +132,24 @@ TEST(Benchmark, DataTimesTheLoaderAlone) {
   EXPECT_EQ(r.task, "data");
   expect_window_figures(r, 6, {2, 6});
   EXPECT_EQ(r.iter_seconds, r.data_seconds);
+}
+
+TEST(Benchmark, EvalAndDataRefuseSeveralRanks) {
+  testing::TinySetup s("bench_ranks");
+  config::CfgNode cfg = tiny_config(s, "bench_ranks");
+  testing::ScopedRank rank(1, 2);
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { benchmark_eval(cfg, 2, {0, 2}); }),
+            "rank 1: benchmark --task eval runs in one process; only --task train runs on 2 ranks");
+  EXPECT_EQ(message([&] { benchmark_data(cfg, 2, {0, 2}, 7); }),
+            "rank 1: benchmark --task data runs in one process; only --task train runs on 2 ranks");
 }
 
 TEST(Benchmark, EvalWithoutTestDatasetIsNamed) {
