@@ -8,8 +8,11 @@
 #include <cctype>
 #include <filesystem>
 
+#include "detkit/checkpoint/caffe2_names.h"
+#include "detkit/checkpoint/matching_heuristics.h"
 #include "detkit/checkpoint/torch_file.h"
 #include "detkit/checkpoint/torchvision_resnet.h"
+#include "detkit/checkpoint/weights_file.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 
@@ -49,6 +52,36 @@ bool ignored_like_detectron2(const std::string& name) {
          name.find("anchor_generator.cell_anchors") != std::string::npos;
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// FrozenBatchNorm2d modules (weight and running_var are buffers, not parameters) whose weight
+// `weights` gives without statistics: add running_mean 0 and running_var 1.
+void default_frozen_bn_statistics(const torch::nn::Module& model, TensorDict& weights) {
+  const TensorDict own = state_dict(model);
+  std::map<std::string, bool> parameters;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) parameters[item.key()] = true;
+  size_t filled = 0;
+  for (const auto& [name, tensor] : own) {
+    if (!ends_with(name, ".running_var")) continue;
+    const std::string prefix = name.substr(0, name.size() - 11);
+    if (parameters.count(prefix + "weight") || !weights.count(prefix + "weight") ||
+        weights.count(name) || weights.count(prefix + "running_mean") ||
+        !own.count(prefix + "running_mean"))
+      continue;
+    weights[prefix + "running_mean"] = at::zeros_like(own.at(prefix + "running_mean"));
+    weights[name] = at::ones_like(tensor);
+    ++filled;
+  }
+  if (filled > 0)
+    spdlog::info(
+        "{} FrozenBatchNorm2d layers without running statistics in the file: mean 0, "
+        "variance 1",
+        filled);
+}
+
 }  // namespace
 
 int64_t LoadedCheckpoint::iteration() const {
@@ -76,14 +109,23 @@ TensorDict model_weights_from(const c10::IValue& checkpoint, const std::string& 
   return weights;
 }
 
-LoadReport load_model_weights(torch::nn::Module& model, TensorDict weights,
-                              const std::string& path) {
+LoadReport load_model_weights(torch::nn::Module& model, TensorDict weights, const std::string& path,
+                              const WeightsNaming& naming) {
+  if (naming.matching_heuristics) {
+    RenamedWeights renamed;
+    if (naming.caffe2) {
+      renamed = convert_caffe2_detectron_names(weights);
+    } else {
+      renamed.weights = std::move(weights);
+    }
+    weights = align_to_model(state_dict(model), renamed.weights, renamed.original);
+  }
   if (all_start_with(weights, "module.")) {
     TensorDict stripped;
     for (auto& [name, tensor] : weights) stripped[name.substr(7)] = tensor;
     weights = std::move(stripped);
   }
-  if (is_torchvision_resnet(weights)) {
+  if (!naming.matching_heuristics && is_torchvision_resnet(weights)) {
     const TensorDict own = state_dict(model);
     const std::string prefix = resnet_prefix(own, path);
     weights = torchvision_resnet_to_detectron2(weights, prefix);
@@ -97,6 +139,7 @@ LoadReport load_model_weights(torch::nn::Module& model, TensorDict weights,
         "MODEL.RESNETS.STRIDE_IN_1X1 False and torchvision's RGB pixel normalisation)",
         path, prefix);
   }
+  if (naming.versionless) default_frozen_bn_statistics(model, weights);
   LoadReport report = load_state_dict(model, weights);
   auto& unexpected = report.unexpected;
   unexpected.erase(std::remove_if(unexpected.begin(), unexpected.end(), ignored_like_detectron2),
@@ -150,12 +193,16 @@ std::string Checkpointer::last_checkpoint() const {
 
 LoadedCheckpoint Checkpointer::load(const std::string& path, bool with_state) {
   spdlog::info("Loading checkpoint from {}", path);
-  const c10::IValue checkpoint = load_torch_file(path);
+  WeightsFile file = read_weights_file(path);
   LoadedCheckpoint loaded;
   loaded.path = path;
-  loaded.report = load_model_weights(*model_, model_weights_from(checkpoint, path), path);
-  if (with_state) {
-    for (const auto& entry : checkpoint.toGenericDict()) {
+  WeightsNaming naming;
+  naming.matching_heuristics = file.matching_heuristics;
+  naming.caffe2 = file.caffe2_names();
+  naming.versionless = file.is_pickle();
+  loaded.report = load_model_weights(*model_, std::move(file.model), path, naming);
+  if (with_state && !file.is_pickle()) {
+    for (const auto& entry : file.content.toGenericDict()) {
       if (entry.key().isString() && entry.key().toStringRef() != "model")
         loaded.state[entry.key().toStringRef()] = entry.value();
     }

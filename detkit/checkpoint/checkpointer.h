@@ -2,7 +2,8 @@
 // Detectron2's Checkpointer: OUTPUT_DIR/<name>.pth holds {"model": state dict, "optimizer": ...,
 // "scheduler": ..., "iteration": N}; OUTPUT_DIR/last_checkpoint names the newest file.
 // resume_or_load continues from last_checkpoint (model and trainer state) or loads MODEL.WEIGHTS
-// (model only: detkit/Detectron2 .pth checkpoints, flat state dicts, torchvision ResNets).
+// (model only: detkit/Detectron2 .pth checkpoints, flat state dicts, torchvision ResNets,
+// Detectron2 model-zoo and Caffe2 .pkl files).
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
@@ -31,11 +32,22 @@ struct LoadedCheckpoint {
 /// the file itself when it is a flat state dict (non-tensor entries skipped with a warning).
 TensorDict model_weights_from(const c10::IValue& checkpoint, const std::string& path);
 
-/// Loads `weights` into `model` as Detectron2 does: a "module." prefix on every name is
-/// stripped, torchvision ResNet names are mapped onto the model's ResNet (backbone.bottom_up.
-/// or backbone.), shape mismatches are not loaded. Logs and returns the report.
-LoadReport load_model_weights(torch::nn::Module& model, TensorDict weights,
-                              const std::string& path);
+/// How the names of a weights file relate to the model's (see weights_file.h).
+struct WeightsNaming {
+  bool matching_heuristics = false;  // fit names with align_to_model first
+  bool caffe2 = false;               // convert Caffe2 blob names before matching
+  /// The file carries no module versions (pickles): a FrozenBatchNorm2d whose weight it gives
+  /// without running statistics gets mean 0 and variance 1, as Detectron2's FrozenBatchNorm2d
+  /// loads version-less state.
+  bool versionless = false;
+};
+
+/// Loads `weights` into `model` as Detectron2's DetectionCheckpointer does: Caffe2 names
+/// converted and names matched when `naming` says so, a "module." prefix on every name
+/// stripped, torchvision ResNet names mapped onto the model's ResNet (backbone.bottom_up. or
+/// backbone.), shape mismatches not loaded. Logs and returns the report.
+LoadReport load_model_weights(torch::nn::Module& model, TensorDict weights, const std::string& path,
+                              const WeightsNaming& naming = {});
 
 class Checkpointer {
  public:

@@ -1,6 +1,6 @@
 #include "detkit/checkpoint/state_dict.h"
 
-#include <sstream>
+#include <algorithm>
 
 #include "detkit/checkpoint/torch_file.h"
 #include "detkit/utils/error.h"
@@ -8,10 +8,10 @@
 namespace detkit::checkpoint {
 
 namespace {
-std::string shape_text(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
+std::string tuple_text(const std::vector<int64_t>& shape) {
+  std::string out = "(";
+  for (size_t d = 0; d < shape.size(); ++d) out += (d ? ", " : "") + std::to_string(shape[d]);
+  return out + (shape.size() == 1 ? ",)" : ")");
 }
 }  // namespace
 
@@ -22,16 +22,48 @@ TensorDict state_dict(const torch::nn::Module& module) {
   return out;
 }
 
+std::vector<std::string> group_names(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const std::string& name : names) {
+    const size_t dot = name.rfind('.');
+    const std::string head = dot == std::string::npos ? name : name.substr(0, dot);
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == head; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {head, {}});
+    if (dot != std::string::npos) it->second.push_back(name.substr(dot + 1));
+  }
+  std::vector<std::string> out;
+  for (const auto& [head, tails] : groups) {
+    std::string line = head;
+    if (tails.size() == 1) line += "." + tails[0];
+    if (tails.size() > 1) {
+      line += ".{";
+      for (size_t i = 0; i < tails.size(); ++i) line += (i ? ", " : "") + tails[i];
+      line += "}";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
 std::string LoadReport::summary() const {
   std::string out = "loaded " + std::to_string(loaded) + " tensors";
+  for (const ShapeMismatch& m : mismatched)
+    out += "\nSkip loading parameter '" + m.name +
+           "' to the model due to incompatible shapes: " + tuple_text(m.checkpoint) +
+           " in the checkpoint but " + tuple_text(m.model) +
+           " in the model! You might want to double check if this is expected.";
   auto section = [&](const char* title, const std::vector<std::string>& names) {
     if (names.empty()) return;
-    out += "\n" + std::string(title) + " (" + std::to_string(names.size()) + "):";
-    for (const auto& n : names) out += "\n  " + n;
+    out += "\n" + std::string(title);
+    for (const std::string& line : group_names(names)) out += "\n  " + line;
   };
-  section("missing from the checkpoint", missing);
-  section("unexpected in the checkpoint", unexpected);
-  section("shape mismatch, not loaded", mismatched);
+  // Detectron2 lists the shape-mismatched keys (not loaded) among the missing ones too.
+  std::vector<std::string> not_loaded = missing;
+  for (const ShapeMismatch& m : mismatched) not_loaded.push_back(m.name);
+  std::sort(not_loaded.begin(), not_loaded.end());
+  section("Some model parameters or buffers are not found in the checkpoint:", not_loaded);
+  section("The checkpoint state_dict contains keys that are not used by the model:", unexpected);
   return out;
 }
 
@@ -54,8 +86,7 @@ LoadReport load_state_dict(torch::nn::Module& module, const TensorDict& dict,
     }
     seen[name] = true;
     if (it->second.sizes() != tensor.sizes()) {
-      report.mismatched.push_back(name + ": checkpoint " + shape_text(tensor) + " vs model " +
-                                  shape_text(it->second));
+      report.mismatched.push_back({name, tensor.sizes().vec(), it->second.sizes().vec()});
       continue;
     }
     it->second.copy_(tensor);

@@ -14,15 +14,27 @@ using TensorDict = std::map<std::string, at::Tensor>;
 /// Parameters and buffers of `module` and its children, by dotted name.
 TensorDict state_dict(const torch::nn::Module& module);
 
+struct ShapeMismatch {
+  std::string name;
+  std::vector<int64_t> checkpoint, model;
+};
+
 struct LoadReport {
-  std::vector<std::string> missing;     // in the module, not in the dict
-  std::vector<std::string> unexpected;  // in the dict, not in the module
-  std::vector<std::string> mismatched;  // "name: checkpoint (a, b) vs model (c, d)"; not loaded
+  std::vector<std::string> missing;       // in the module, not in the dict
+  std::vector<std::string> unexpected;    // in the dict, not in the module
+  std::vector<ShapeMismatch> mismatched;  // in both with different shapes; not loaded
   size_t loaded = 0;
   bool complete() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
-  /// A readable multi-line summary for logs.
+  /// Detectron2's (fvcore's) load report: one "Skip loading parameter" line per mismatch, then
+  /// the missing (mismatched ones included, as Detectron2 lists them) and the unused keys
+  /// grouped by module ("roi_heads.box_predictor.{bias,
+  /// weight}"-style lines under "Some model parameters or buffers are not found in the
+  /// checkpoint:" and "The checkpoint state_dict contains keys that are not used by the model:").
   std::string summary() const;
 };
+
+/// fvcore's grouping of names: "a.b.{x, y}" for a.b.x and a.b.y, in first-seen order.
+std::vector<std::string> group_names(const std::vector<std::string>& names);
 
 /// Copies every tensor of `dict` whose name and shape match into `module` (in place, no grad).
 /// `prefix` is stripped from dict names first (e.g. "backbone." to load a backbone alone);

@@ -34,12 +34,8 @@ void check_format(const std::string& bytes, const std::string& path) {
                 path + "'), '" + path + ".new')\"");
   if (starts_with(bytes, "\x80"sv))
     throw Error("cannot read '" + path +
-                "': pickle .pkl files (Detectron2 model zoo, Caffe2 weights) are not supported; "
-                "convert with: python3 -c \"import pickle, torch; d = pickle.load(open('" +
-                path +
-                "', 'rb'), encoding='latin1'); d = d.get('model', d); torch.save({k: "
-                "torch.as_tensor(v) for k, v in d.items()}, 'model.pth')\" (this keeps the "
-                "names; it works for files that already use Detectron2's names)");
+                "' as a torch.save archive: it is a pickle (.pkl) file (Detectron2 model zoo, "
+                "Caffe2 weights); read it with read_weights_file, as MODEL.WEIGHTS does");
   throw Error("cannot read '" + path +
               "': not a PyTorch checkpoint (expected the zip archive torch.save writes)");
 }
@@ -57,7 +53,10 @@ std::string record_prefix(const ZipArchive& zip) {
 }  // namespace
 
 c10::IValue load_torch_file(const std::string& path) {
-  std::string bytes = read_file(path);
+  return load_torch_bytes(read_file(path), path);
+}
+
+c10::IValue load_torch_bytes(std::string bytes, const std::string& path) {
   check_format(bytes, path);
   const ZipArchive zip(std::move(bytes), path);
   const std::string prefix = record_prefix(zip);

@@ -9,9 +9,12 @@ namespace detkit::checkpoint {
 
 /// Reads `path` into a value tree (see restricted_unpickle): tensors on the CPU, dicts, lists,
 /// tuples, numbers, strings, None. Refuses, naming the file: legacy (pre-1.6) torch.save files,
-/// pickle .pkl files (Detectron2 model zoo), compressed or corrupt archives, and any global
-/// other than tensors and OrderedDict.
+/// pickle .pkl files (weights_file.h reads those), compressed or corrupt archives, and any
+/// global other than tensors and OrderedDict.
 c10::IValue load_torch_file(const std::string& path);
+
+/// load_torch_file on the bytes of a file already read; `path` names it in errors.
+c10::IValue load_torch_bytes(std::string bytes, const std::string& path);
 
 /// Writes `value` so that torch.load(path) returns it: dicts with str/int/float/bool keys,
 /// lists, tuples, numbers, strings, None and tensors (saved detached, on the CPU; views only

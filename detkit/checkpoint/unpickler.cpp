@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <variant>
 #include <vector>
 
+#include "detkit/checkpoint/numpy_array.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::checkpoint {
@@ -22,6 +24,8 @@ enum Op : uint8_t {
   kPop = '0',
   kPopMark = '1',
   kDup = '2',
+  kBinBytes = 'B',
+  kShortBinBytes = 'C',
   kBinFloat = 'G',
   kBinInt = 'J',
   kBinInt1 = 'K',
@@ -29,6 +33,8 @@ enum Op : uint8_t {
   kNone = 'N',
   kBinPersId = 'Q',
   kReduce = 'R',
+  kBinString = 'T',
+  kShortBinString = 'U',
   kBinUnicode = 'X',
   kAppend = 'a',
   kBuild = 'b',
@@ -57,14 +63,35 @@ enum Op : uint8_t {
   kLong4 = 0x8b,
   kShortBinUnicode = 0x8c,
   kBinUnicode8 = 0x8d,
+  kBinBytes8 = 0x8e,
   kStackGlobal = 0x93,
   kMemoize = 0x94,
   kFrame = 0x95,
+  kByteArray8 = 0x96,
+  kNextBuffer = 0x97,
+  kReadOnlyBuffer = 0x98,
 };
 
 // kTypeTag: torch.jit._pickle's restore_type_tag and build_*list, which libtorch's
 // torch::pickle_save wraps around dicts and lists; each returns its first argument.
-enum class GlobalKind { kOrderedDict, kRebuildTensor, kRebuildParameter, kStorage, kTypeTag };
+// The numpy kinds: numpy.core.multiarray._reconstruct (with numpy.ndarray as its first argument,
+// then BUILD with the array's state), numpy.core.numeric._frombuffer (protocol 5), numpy.dtype
+// (then BUILD with its state), numpy.core.multiarray.scalar; numpy 2 spells numpy.core
+// numpy._core. _codecs.encode(text, 'latin1') and bytes() are how protocol 2 writes bytes.
+enum class GlobalKind {
+  kOrderedDict,
+  kRebuildTensor,
+  kRebuildParameter,
+  kStorage,
+  kTypeTag,
+  kNumpyReconstruct,
+  kNumpyNdarray,
+  kNumpyDtype,
+  kNumpyFromBuffer,
+  kNumpyScalar,
+  kCodecsEncode,
+  kBytes
+};
 struct Global {
   GlobalKind kind;
   std::string name;  // "torch.FloatStorage"
@@ -76,7 +103,22 @@ struct PersistentId {
   at::ScalarType dtype;
   int64_t numel;
 };
-using Item = std::variant<c10::IValue, Global, PersistentId>;
+// Python bytes (or, with latin1_text, a Python 2 str: text when used as data, raw bytes as a
+// numpy buffer); shared because the memo holds copies.
+struct Bytes {
+  std::shared_ptr<const std::string> data;
+  bool latin1_text = false;
+};
+// What _reconstruct returns: an array waiting for BUILD to give it its state.
+struct PendingArray {
+  std::optional<at::Tensor> tensor;
+};
+struct ArgTuple;  // a tuple holding something that is not (yet) plain data: a dtype, bytes
+using Item = std::variant<c10::IValue, Global, PersistentId, Bytes, std::shared_ptr<NumpyDtype>,
+                          std::shared_ptr<PendingArray>, std::shared_ptr<const ArgTuple>>;
+struct ArgTuple {
+  std::vector<Item> items;
+};
 
 std::optional<Global> allowed_global(const std::string& module, const std::string& name) {
   static const std::map<std::string, at::ScalarType> storages = {
@@ -93,6 +135,16 @@ std::optional<Global> allowed_global(const std::string& module, const std::strin
       (name == "restore_type_tag" || name == "build_intlist" || name == "build_doublelist" ||
        name == "build_boollist" || name == "build_tensorlist"))
     return Global{GlobalKind::kTypeTag, full};
+  const bool multiarray = module == "numpy.core.multiarray" || module == "numpy._core.multiarray";
+  if (multiarray && name == "_reconstruct") return Global{GlobalKind::kNumpyReconstruct, full};
+  if (multiarray && name == "scalar") return Global{GlobalKind::kNumpyScalar, full};
+  if ((module == "numpy.core.numeric" || module == "numpy._core.numeric") && name == "_frombuffer")
+    return Global{GlobalKind::kNumpyFromBuffer, full};
+  if (full == "numpy.ndarray") return Global{GlobalKind::kNumpyNdarray, full};
+  if (full == "numpy.dtype") return Global{GlobalKind::kNumpyDtype, full};
+  if (full == "_codecs.encode") return Global{GlobalKind::kCodecsEncode, full};
+  if (full == "__builtin__.bytes" || full == "builtins.bytes")
+    return Global{GlobalKind::kBytes, full};
   auto it = storages.find(name);
   if (module == "torch" && it != storages.end())
     return Global{GlobalKind::kStorage, full, it->second};
@@ -115,9 +167,8 @@ class Unpickler {
       if (op == kStop) break;
       step(op, at);
     }
-    if (stack_.empty() || !std::holds_alternative<c10::IValue>(stack_.back()))
-      fail("the pickle ends without a value");
-    return std::get<c10::IValue>(stack_.back());
+    if (stack_.empty()) fail("the pickle ends without a value");
+    return as_value(stack_.back());
   }
 
  private:
@@ -131,6 +182,21 @@ class Unpickler {
   void append_items(std::vector<Item> items);
   c10::IValue rebuild_tensor(const std::vector<c10::IValue>& args);
   c10::IValue make_ordered_dict(const std::vector<c10::IValue>& args);
+  Item reduce_numpy(const Global& global, const std::vector<Item>& args);
+  void build_array(PendingArray& array, const std::vector<Item>& state);
+  std::vector<Item> tuple_items(const Item& item) const;
+  std::string_view buffer_of(const Item& item, std::string* scratch) const;
+  std::shared_ptr<NumpyDtype> dtype_of(const Item& item) const;
+  std::vector<int64_t> shape_of(const Item& item) const;
+  // Runs a numpy helper, turning its error into one that names the file and the byte.
+  template <typename F>
+  auto numpy(F&& f) const {
+    try {
+      return f();
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("cannot read '" + source_ + "': " + what + " (pickle byte " + std::to_string(pos_) +
@@ -181,10 +247,23 @@ class Unpickler {
     stack_.pop_back();
     return item;
   }
-  c10::IValue as_value(Item item) const {
+  c10::IValue as_value(const Item& item) const {
     if (auto* g = std::get_if<Global>(&item)) fail("'" + g->name + "' used as data");
     if (std::holds_alternative<PersistentId>(item)) fail("a storage reference used as data");
-    return std::get<c10::IValue>(std::move(item));
+    if (std::holds_alternative<std::shared_ptr<NumpyDtype>>(item))
+      fail("a numpy dtype used as data");
+    if (auto* b = std::get_if<Bytes>(&item))
+      return c10::IValue(b->latin1_text ? latin1_to_utf8(*b->data) : *b->data);
+    if (auto* a = std::get_if<std::shared_ptr<PendingArray>>(&item)) {
+      if (!(*a)->tensor) fail("a numpy array used before its state was set");
+      return c10::IValue(*(*a)->tensor);
+    }
+    if (auto* t = std::get_if<std::shared_ptr<const ArgTuple>>(&item)) {
+      std::vector<c10::IValue> values;
+      for (const Item& element : (*t)->items) values.push_back(as_value(element));
+      return c10::IValue(c10::ivalue::Tuple::create(std::move(values)));
+    }
+    return std::get<c10::IValue>(item);
   }
   c10::IValue pop_value() { return as_value(pop()); }
   std::vector<Item> pop_to_mark() {
@@ -195,9 +274,12 @@ class Unpickler {
     marks_.pop_back();
     return items;
   }
-  c10::IValue& top_value() {
+  Item& top() {
     if (stack_.empty()) fail("pickle stack underflow");
-    auto* value = std::get_if<c10::IValue>(&stack_.back());
+    return stack_.back();
+  }
+  c10::IValue& top_value() {
+    auto* value = std::get_if<c10::IValue>(&top());
     if (value == nullptr) fail("a global used as a container");
     return *value;
   }
@@ -209,6 +291,9 @@ class Unpickler {
     auto it = memo_.find(index);
     if (it == memo_.end()) fail("pickle memo " + std::to_string(index) + " is not set");
     push(it->second);
+  }
+  void push_bytes(std::string_view data, bool latin1_text) {
+    push(Bytes{std::make_shared<const std::string>(data), latin1_text});
   }
   std::string pop_string() {
     c10::IValue value = pop_value();
@@ -283,6 +368,29 @@ void Unpickler::step(uint8_t op, size_t at) {
     case kBinUnicode8:
       push(c10::IValue(std::string(take(little_endian(8)))));
       break;
+    case kShortBinBytes:
+      push_bytes(take(byte()), false);
+      break;
+    case kBinBytes:
+      push_bytes(take(little_endian(4)), false);
+      break;
+    case kBinBytes8:
+    case kByteArray8:
+      push_bytes(take(little_endian(8)), false);
+      break;
+    case kShortBinString:
+      push_bytes(take(byte()), true);
+      break;
+    case kBinString: {
+      const auto size = static_cast<int32_t>(little_endian(4));
+      if (size < 0) fail("BINSTRING with a negative length");
+      push_bytes(take(static_cast<uint64_t>(size)), true);
+      break;
+    }
+    case kNextBuffer:
+    case kReadOnlyBuffer:
+      pos_ = at;
+      fail("out-of-band buffers (pickle protocol 5's NEXT_BUFFER) are not supported");
     case kEmptyDict:
       push(c10::IValue(new_dict()));
       break;
@@ -386,7 +494,8 @@ void Unpickler::on_global(const std::string& module, const std::string& name) {
   std::optional<Global> global = allowed_global(module, name);
   if (!global)
     throw Error("refusing to load '" + module + "." + name + "' from " + source_ +
-                ": only tensors, dicts, lists, tuples, numbers and strings are allowed");
+                ": only tensors, numpy arrays, dicts, lists, tuples, numbers, strings and bytes "
+                "are allowed");
   push(*global);
 }
 
@@ -399,10 +508,11 @@ void Unpickler::make_tuple(std::vector<Item> items) {
     push(c10::IValue(c10::ivalue::Tuple::create(std::move(values))));
     return;
   }
-  // The one tuple that may hold a global: a storage's persistent id.
+  // A storage's persistent id, or arguments for numpy (a dtype, bytes, ndarray).
   const Global* type = items.size() == 5 ? std::get_if<Global>(&items[1]) : nullptr;
   if (type == nullptr || type->kind != GlobalKind::kStorage) {
-    for (Item& item : items) as_value(std::move(item));  // fails naming the global
+    push(std::make_shared<const ArgTuple>(ArgTuple{std::move(items)}));
+    return;
   }
   c10::IValue tag = as_value(items[0]), key = as_value(items[2]), numel = as_value(items[4]);
   as_value(items[3]);  // location: tensors are loaded onto the CPU
@@ -432,13 +542,35 @@ void Unpickler::append_items(std::vector<Item> items) {
   for (Item& item : items) list.push_back(as_value(std::move(item)));
 }
 
+std::vector<Item> Unpickler::tuple_items(const Item& item) const {
+  if (auto* t = std::get_if<std::shared_ptr<const ArgTuple>>(&item)) return (*t)->items;
+  const auto* value = std::get_if<c10::IValue>(&item);
+  if (value == nullptr || !value->isTuple())
+    fail("expected a tuple (REDUCE arguments, BUILD state)");
+  const auto& elements = value->toTupleRef().elements();
+  return std::vector<Item>(elements.begin(), elements.end());
+}
+
 void Unpickler::on_reduce() {
-  c10::IValue args = pop_value();
+  const std::vector<Item> args = tuple_items(pop());
   Item callable = pop();
   const Global* global = std::get_if<Global>(&callable);
   if (global == nullptr) fail("REDUCE needs a global to call");
-  if (!args.isTuple()) fail("REDUCE needs a tuple of arguments");
-  const std::vector<c10::IValue> values = args.toTupleRef().elements().vec();
+  std::vector<c10::IValue> values;
+  switch (global->kind) {
+    case GlobalKind::kOrderedDict:
+    case GlobalKind::kRebuildTensor:
+    case GlobalKind::kRebuildParameter:
+    case GlobalKind::kTypeTag:
+      for (const Item& arg : args) values.push_back(as_value(arg));
+      break;
+    case GlobalKind::kStorage:
+    case GlobalKind::kNumpyNdarray:
+      fail("'" + global->name + "' cannot be called");
+    default:
+      push(reduce_numpy(*global, args));
+      return;
+  }
   switch (global->kind) {
     case GlobalKind::kOrderedDict:
       push(make_ordered_dict(values));
@@ -454,10 +586,108 @@ void Unpickler::on_reduce() {
       if (values.empty()) fail("'" + global->name + "' needs an argument");
       push(values[0]);
       return;
-    case GlobalKind::kStorage:
+    default:
       break;
   }
   fail("'" + global->name + "' cannot be called");
+}
+
+std::shared_ptr<NumpyDtype> Unpickler::dtype_of(const Item& item) const {
+  auto* dtype = std::get_if<std::shared_ptr<NumpyDtype>>(&item);
+  if (dtype == nullptr) fail("expected a numpy dtype");
+  return *dtype;
+}
+
+std::vector<int64_t> Unpickler::shape_of(const Item& item) const {
+  const c10::IValue value = as_value(item);
+  if (!value.isTuple()) fail("a numpy shape must be a tuple");
+  std::vector<int64_t> shape;
+  for (const c10::IValue& size : value.toTupleRef().elements()) {
+    if (!size.isInt()) fail("a numpy shape must hold integers");
+    shape.push_back(size.toInt());
+  }
+  return shape;
+}
+
+// The bytes of a numpy buffer: Python bytes, or a str numpy encodes as latin-1 (Python 2 files).
+std::string_view Unpickler::buffer_of(const Item& item, std::string* scratch) const {
+  if (auto* bytes = std::get_if<Bytes>(&item)) return *bytes->data;
+  const auto* value = std::get_if<c10::IValue>(&item);
+  if (value != nullptr && value->isList()) fail("numpy object arrays are not read");
+  if (value == nullptr || !value->isString()) fail("a numpy buffer must be bytes");
+  *scratch = numpy([&] { return latin1_bytes(value->toStringRef()); });
+  return *scratch;
+}
+
+Item Unpickler::reduce_numpy(const Global& global, const std::vector<Item>& args) {
+  auto arity = [&](size_t n) {
+    if (args.size() != n)
+      fail("'" + global.name + "' takes " + std::to_string(n) + " arguments, the pickle gives " +
+           std::to_string(args.size()));
+  };
+  std::string scratch;
+  switch (global.kind) {
+    case GlobalKind::kNumpyReconstruct: {  // (numpy.ndarray, (0,), b'b'); BUILD follows
+      arity(3);
+      const Global* type = std::get_if<Global>(&args[0]);
+      if (type == nullptr || type->kind != GlobalKind::kNumpyNdarray)
+        fail("'" + global.name + "' is read only for numpy.ndarray");
+      return std::make_shared<PendingArray>();
+    }
+    case GlobalKind::kNumpyDtype: {  // ('f4', align, copy); BUILD gives the byte order
+      arity(3);
+      const c10::IValue descr = as_value(args[0]);
+      if (!descr.isString()) fail("numpy.dtype needs a type string");
+      return std::make_shared<NumpyDtype>(numpy([&] { return numpy_dtype(descr.toStringRef()); }));
+    }
+    case GlobalKind::kNumpyFromBuffer: {  // (buffer, dtype, shape, order)
+      arity(4);
+      const std::string_view buffer = buffer_of(args[0], &scratch);
+      const std::shared_ptr<NumpyDtype> dtype = dtype_of(args[1]);
+      const std::vector<int64_t> shape = shape_of(args[2]);
+      const c10::IValue order = as_value(args[3]);
+      if (!order.isString() || (order.toStringRef() != "C" && order.toStringRef() != "F"))
+        fail("'" + global.name + "': the order must be 'C' or 'F'");
+      const bool fortran = order.toStringRef() == "F";
+      return c10::IValue(numpy([&] { return numpy_array(buffer, *dtype, shape, fortran); }));
+    }
+    case GlobalKind::kNumpyScalar: {  // (dtype, bytes): a 0-d array
+      arity(2);
+      const std::shared_ptr<NumpyDtype> dtype = dtype_of(args[0]);
+      const std::string_view buffer = buffer_of(args[1], &scratch);
+      return c10::IValue(numpy([&] { return numpy_array(buffer, *dtype, {}, false); }));
+    }
+    case GlobalKind::kCodecsEncode: {  // (text, 'latin1'): protocol 2's bytes
+      arity(2);
+      const c10::IValue text = as_value(args[0]), encoding = as_value(args[1]);
+      if (!text.isString() || !encoding.isString() ||
+          (encoding.toStringRef() != "latin1" && encoding.toStringRef() != "latin-1"))
+        fail("'_codecs.encode' is read only as (text, 'latin1')");
+      return Bytes{std::make_shared<const std::string>(
+                       numpy([&] { return latin1_bytes(text.toStringRef()); })),
+                   false};
+    }
+    case GlobalKind::kBytes:  // bytes(): protocol 2's empty bytes
+      if (!args.empty()) fail("'" + global.name + "' is read only without arguments");
+      return Bytes{std::make_shared<const std::string>(), false};
+    default:
+      fail("'" + global.name + "' cannot be called");
+  }
+}
+
+void Unpickler::build_array(PendingArray& array, const std::vector<Item>& state) {
+  // (version, shape, dtype, is_fortran, data), or without the version (numpy < 1.0)
+  if (array.tensor) fail("a numpy array's state is set twice");
+  if (state.size() != 4 && state.size() != 5) fail("unexpected numpy array state");
+  const size_t first = state.size() == 5 ? 1 : 0;
+  const std::vector<int64_t> shape = shape_of(state[first]);
+  const std::shared_ptr<NumpyDtype> dtype = dtype_of(state[first + 1]);
+  const c10::IValue fortran = as_value(state[first + 2]);
+  if (!fortran.isBool() && !fortran.isInt()) fail("a numpy array's Fortran flag must be a bool");
+  const bool is_fortran = fortran.isBool() ? fortran.toBool() : fortran.toInt() != 0;
+  std::string scratch;
+  const std::string_view buffer = buffer_of(state[first + 3], &scratch);
+  array.tensor = numpy([&] { return numpy_array(buffer, *dtype, shape, is_fortran); });
 }
 
 c10::IValue Unpickler::make_ordered_dict(const std::vector<c10::IValue>& args) {
@@ -511,7 +741,22 @@ c10::IValue Unpickler::rebuild_tensor(const std::vector<c10::IValue>& args) {
 }
 
 void Unpickler::on_build() {
-  pop_value();  // the state: OrderedDict attributes such as _metadata, dropped
+  const Item state = pop();
+  Item& target = top();
+  if (auto* dtype = std::get_if<std::shared_ptr<NumpyDtype>>(&target)) {
+    const c10::IValue value = as_value(state);
+    if (!value.isTuple()) fail("a numpy dtype's state must be a tuple");
+    numpy([&] {
+      set_numpy_dtype_state(**dtype, value.toTupleRef().elements().vec());
+      return 0;
+    });
+    return;
+  }
+  if (auto* array = std::get_if<std::shared_ptr<PendingArray>>(&target)) {
+    build_array(**array, tuple_items(state));
+    return;
+  }
+  as_value(state);  // OrderedDict attributes such as _metadata, dropped
   if (!top_value().isGenericDict()) fail("BUILD on a " + top_value().tagKind());
 }
 

@@ -34,8 +34,8 @@ TEST(TorchFileRefuse, MaliciousGlobalsAreRefusedByNameAndNeverRun) {
   const std::string evil = fixtures.file("evil.pth");
   const std::string message = load_error(evil);
   expect_contains(message, "refusing to load 'posix.system' from " + evil +
-                               ": only tensors, dicts, lists, tuples, numbers and strings are "
-                               "allowed");
+                               ": only tensors, numpy arrays, dicts, lists, tuples, numbers, "
+                               "strings and bytes are allowed");
   EXPECT_FALSE(std::filesystem::exists(fixtures.marker()));
   expect_contains(load_error(fixtures.file("evil_os.pth")), "refusing to load 'os.system'");
   expect_contains(load_error(fixtures.file("evil_stack_global.pth")),
@@ -77,8 +77,8 @@ TEST(TorchFileRefuse, FormatsThatAreNotTorchSaveZipsSayWhatToDo) {
   expect_contains(load_error(fixtures.file("legacy.pth")), "legacy torch.save format");
   const std::string pkl = load_error(fixtures.file("model_zoo.pkl"));
   expect_contains(pkl,
-                  "pickle .pkl files (Detectron2 model zoo, Caffe2 weights) are not "
-                  "supported; convert with");
+                  "it is a pickle (.pkl) file (Detectron2 model zoo, Caffe2 weights); read it "
+                  "with read_weights_file, as MODEL.WEIGHTS does");
   expect_contains(load_error(fixtures.file("missing.pth")), "cannot open");
 }
 

@@ -1,0 +1,113 @@
+// The restricted unpickler on numpy .pkl files made by Debian's python3-numpy: every dtype, byte
+// order and memory order equal to torch's reading of the same arrays (diff 0) in protocols 2, 4
+// and 5 and as Python 2 writes them; malicious, malformed and unsupported files refused by name.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "detkit/checkpoint/state_dict.h"
+#include "detkit/checkpoint/weights_file.h"
+#include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
+#include "tests/checkpoint/numpy_pickle_oracle.h"
+
+namespace detkit::checkpoint {
+namespace {
+
+using testing::NumpyPickleFixtures;
+
+c10::impl::GenericDict read_pickle(const std::string& path) {
+  const c10::IValue value = load_pickle_bytes(read_file(path), path);
+  EXPECT_TRUE(value.isGenericDict()) << path;
+  return value.toGenericDict();
+}
+
+std::string read_error(const std::string& path) {
+  try {
+    read_weights_file(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << path << " was read";
+  return "";
+}
+
+void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
+TEST(NumpyPickle, ArraysEqualTorchsInEveryProtocolAndInPython2Files) {
+  DETKIT_REQUIRE_NUMPY_PICKLES();
+  const auto& fixtures = NumpyPickleFixtures::get();
+  // arrays.pth: torch.save of the same values as tensors (torch.from_numpy).
+  const TensorDict want = [&] {
+    TensorDict out;
+    const c10::IValue all = read_weights_file(fixtures.file("arrays.pth")).content;
+    for (const auto& entry : all.toGenericDict())
+      if (entry.value().isTensor()) out[entry.key().toStringRef()] = entry.value().toTensor();
+    return out;
+  }();
+  ASSERT_EQ(want.size(), 17u);
+  for (const char* name : {"arrays_p2", "arrays_p4", "arrays_p5", "arrays_py2"}) {
+    const c10::impl::GenericDict got = read_pickle(fixtures.file(std::string(name) + ".pkl"));
+    ASSERT_EQ(got.size(), want.size() + 1) << name;
+    double max_diff = 0;
+    for (const auto& [key, tensor] : want) {
+      const c10::IValue value = got.at(c10::IValue(key));
+      ASSERT_TRUE(value.isTensor()) << name << " " << key;
+      const at::Tensor& t = value.toTensor();
+      EXPECT_EQ(t.scalar_type(), tensor.scalar_type()) << name << " " << key;
+      ASSERT_EQ(t.sizes(), tensor.sizes()) << name << " " << key;
+      EXPECT_TRUE(t.is_contiguous()) << name << " " << key;
+      EXPECT_TRUE(t.equal(tensor)) << name << " " << key;
+      if (t.numel() > 0 && t.is_floating_point())
+        max_diff = std::max(
+            max_diff, (t.to(at::kDouble) - tensor.to(at::kDouble)).abs().max().item<double>());
+    }
+    EXPECT_EQ(got.at(c10::IValue("latin1_bytes")).toStringRef(),
+              "\u00fa\u00fb\u00fc\u00fd\u00fe\u00ff")
+        << name;
+    std::cout << "[ numpy pickle ] " << name << ": " << want.size() << " arrays, max diff vs torch "
+              << max_diff << "\n";
+    EXPECT_EQ(max_diff, 0.0);
+  }
+}
+
+TEST(NumpyPickle, MaliciousPicklesAreRefusedByNameAndNeverRun) {
+  DETKIT_REQUIRE_NUMPY_PICKLES();
+  const auto& fixtures = NumpyPickleFixtures::get();
+  for (const char* name : {"evil_system_p2.pkl", "evil_system_p4.pkl"}) {
+    const std::string path = fixtures.file(name);
+    expect_contains(read_error(path), "refusing to load 'posix.system' from " + path);
+  }
+  expect_contains(read_error(fixtures.file("evil_nested.pkl")), "refusing to load 'numpy.array'");
+  expect_contains(read_error(fixtures.file("evil_matrix.pkl")), "refusing to load 'numpy.matrix'");
+  expect_contains(read_error(fixtures.file("persistent_id.pkl")),
+                  "refers to a torch storage ('0') outside it");
+  EXPECT_FALSE(std::filesystem::exists(fixtures.marker()));
+}
+
+TEST(NumpyPickle, MalformedAndUnsupportedFilesAreNamedErrors) {
+  DETKIT_REQUIRE_NUMPY_PICKLES();
+  const auto& fixtures = NumpyPickleFixtures::get();
+  auto error_of = [&](const char* name) {
+    const std::string path = fixtures.file(name);
+    const std::string message = read_error(path);
+    expect_contains(message, path);
+    return message;
+  };
+  expect_contains(
+      error_of("short_buffer.pkl"),
+      "a numpy array of shape [4] and dtype 'f4' needs 4 x 4 bytes, the pickle holds 12");
+  expect_contains(error_of("absurd_shape.pkl"), "a numpy array whose shape overflows");
+  expect_contains(error_of("out_of_band.pkl"), "out-of-band buffers");
+  expect_contains(error_of("truncated.pkl"), "truncated pickle");
+  expect_contains(error_of("protocol0.pkl"),
+                  "neither a torch.save archive (.pth) nor a pickle of protocol 2 to 5 (.pkl)");
+  expect_contains(error_of("object_array.pkl"), "numpy dtype 'O8' has no torch equivalent");
+  expect_contains(error_of("uint32.pkl"), "numpy dtype 'u4' has no torch equivalent");
+  expect_contains(error_of("structured.pkl"), "numpy dtype 'V8' has no torch equivalent");
+}
+
+}  // namespace
+}  // namespace detkit::checkpoint
