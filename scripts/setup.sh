@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ ccache
   libtorch-dev libgloo-dev libopenblas0-pthread
   libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
   python3-torchvision
 )
 missing=()

@@ -10,9 +10,9 @@
 
 #include "detkit/checkpoint/caffe2_names.h"
 #include "detkit/checkpoint/matching_heuristics.h"
+#include "detkit/checkpoint/model_zoo.h"
 #include "detkit/checkpoint/torch_file.h"
 #include "detkit/checkpoint/torchvision_resnet.h"
-#include "detkit/checkpoint/weights_file.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 
@@ -193,14 +193,14 @@ std::string Checkpointer::last_checkpoint() const {
 
 LoadedCheckpoint Checkpointer::load(const std::string& path, bool with_state) {
   spdlog::info("Loading checkpoint from {}", path);
-  WeightsFile file = read_weights_file(path);
+  WeightsFile file = fetch_weights(path);
   LoadedCheckpoint loaded;
   loaded.path = path;
   WeightsNaming naming;
   naming.matching_heuristics = file.matching_heuristics;
   naming.caffe2 = file.caffe2_names();
   naming.versionless = file.is_pickle();
-  loaded.report = load_model_weights(*model_, std::move(file.model), path, naming);
+  loaded.report = load_model_weights(*model_, std::move(file.model), file.path, naming);
   if (with_state && !file.is_pickle()) {
     for (const auto& entry : file.content.toGenericDict()) {
       if (entry.key().isString() && entry.key().toStringRef() != "model")

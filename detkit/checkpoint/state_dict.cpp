@@ -22,6 +22,25 @@ TensorDict state_dict(const torch::nn::Module& module) {
   return out;
 }
 
+namespace {
+void append_state(const torch::nn::Module& module, const std::string& prefix,
+                  std::vector<std::pair<std::string, at::Tensor>>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false))
+    out.emplace_back(prefix + item.key(), item.value());
+  for (const auto& item : module.named_buffers(/*recurse=*/false))
+    out.emplace_back(prefix + item.key(), item.value());
+  for (const auto& child : module.named_children())
+    append_state(*child.value(), prefix + child.key() + ".", out);
+}
+}  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(
+    const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  append_state(module, "", out);
+  return out;
+}
+
 std::vector<std::string> group_names(const std::vector<std::string>& names) {
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
   for (const std::string& name : names) {

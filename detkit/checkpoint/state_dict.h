@@ -14,6 +14,10 @@ using TensorDict = std::map<std::string, at::Tensor>;
 /// Parameters and buffers of `module` and its children, by dotted name.
 TensorDict state_dict(const torch::nn::Module& module);
 
+/// state_dict(module) in PyTorch's order (each module's parameters, then its buffers, then its
+/// children's), the order torch.nn.Module.state_dict() lists Detectron2's names in.
+std::vector<std::pair<std::string, at::Tensor>> ordered_state_dict(const torch::nn::Module& module);
+
 struct ShapeMismatch {
   std::string name;
   std::vector<int64_t> checkpoint, model;

@@ -51,6 +51,7 @@ TensorDict tensors_of(const c10::impl::GenericDict& dict, const std::string& pat
 
 WeightsFile read_pickle_weights(const std::string& bytes, const std::string& path) {
   WeightsFile file;
+  file.path = path;
   file.content = load_pickle_bytes(bytes, path);
   if (!file.content.isGenericDict()) throw Error("'" + path + "' does not hold a dict");
   const c10::impl::GenericDict root = file.content.toGenericDict();
@@ -94,6 +95,7 @@ WeightsFile read_weights_file(const std::string& path) {
     throw Error("cannot read '" + path +
                 "': neither a torch.save archive (.pth) nor a pickle of protocol 2 to 5 (.pkl)");
   WeightsFile file;
+  file.path = path;
   file.content = load_torch_bytes(std::move(bytes), path);
   file.model = model_weights_from(file.content, path);
   return file;

@@ -15,6 +15,7 @@ namespace detkit::checkpoint {
 enum class WeightsFormat { kTorch, kDetectron2Pickle, kCaffe2Pickle };
 
 struct WeightsFile {
+  std::string path;  // the local file read
   WeightsFormat format = WeightsFormat::kTorch;
   c10::IValue content;  // the whole file as read (torch files: their dict with "model" and state)
   TensorDict model;     // the model tensors under the file's names (Caffe2: "_momentum" dropped)

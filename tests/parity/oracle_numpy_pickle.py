@@ -126,7 +126,15 @@ def r50_caffe2():
     blobs, names = collections.OrderedDict(), {}
 
     def add(c2, d2, shape):
-        blobs[c2] = rng.standard_normal(shape).astype(np.float32)
+        # distinct values in every array, scaled like a trained network's so that a model
+        # started from them trains: He-scaled convolutions, residual branches damped
+        if c2.endswith("_w"):
+            value = rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))
+        elif c2.endswith("_s"):
+            value = rng.uniform(0.05, 0.15, shape) if "branch2c" in c2 else rng.uniform(0.5, 1, shape)
+        else:
+            value = rng.standard_normal(shape) * 0.1
+        blobs[c2] = value.astype(np.float32)
         names[c2] = d2
 
     add("conv1_w", "stem.conv1.weight", (64, 3, 7, 7))

@@ -1,0 +1,188 @@
+"""check_model_zoo.py DETKIT D2_FIXTURE_DIR COCO_TINY WORKDIR (run with a python3 that has torch)
+
+Pretrained weights from URLs, end to end, on 127.0.0.1 only: a local HTTP server stands in for
+Detectron2's model zoo (DETKIT_MODEL_ZOO_URL points at it), FVCORE_CACHE at a fresh cache.
+  success    detectron2://zoo/model_final.pkl (a model-zoo .pkl of the Detectron2 fixture's
+             weights) is downloaded into FVCORE_CACHE/detectron2/zoo/model_final.pkl and
+             `detkit convert-weights ... --config-file fixture` writes a .pth torch.load reads:
+             the fixture's keys, every tensor equal (diff 0); a second run makes no request
+  flaky      the first transfer breaks half-way: detkit resumes with an HTTP Range request
+  broken     every transfer breaks: named error (received N of M bytes, attempts), .part kept
+  404        named error: the URL, HTTP status 404, the cache path to place the file at
+  refused    named error: cannot connect, the cache path
+  corrupt    the file downloads but is no pickle: the error names the cache file and the URL
+  model-zoo  `detkit model-zoo url` prints Detectron2's URL for the config
+  train      configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml with a Caffe2 R-50.pkl
+             in the cache trains from it (one step on coco_tiny); with an empty cache and no
+             server it stops with the message naming the cache path
+"""
+import http.server
+import os
+import pickle
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import torch
+
+detkit, fixture, coco_tiny, work = sys.argv[1:5]
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
+import oracle_numpy_pickle  # noqa: E402
+
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+cache = os.path.join(work, "cache")
+
+weights = torch.load(os.path.join(fixture, "weights.pth"))
+zoo_bytes = pickle.dumps({"model": {k: v.numpy() for k, v in weights.items()},
+                          "__author__": "Detectron2 Model Zoo"}, protocol=4)
+requests = []  # (path, Range header)
+
+
+class ModelZoo(http.server.BaseHTTPRequestHandler):
+    flaky_served = False
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        requests.append((self.path, self.headers.get("Range")))
+        name = self.path.split("/mirror/", 1)[-1]
+        if name == "corrupt/model_final.pkl":
+            return self.send_body(b"\x80\x04this is not a pickle" * 10)
+        if name not in ("zoo/model_final.pkl", "flaky/model_final.pkl", "broken/model_final.pkl"):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        start = int(self.headers["Range"].split("=")[1].split("-")[0]) if self.headers.get("Range") else 0
+        body = zoo_bytes[start:]
+        broken = name == "broken/model_final.pkl" or (
+            name == "flaky/model_final.pkl" and not ModelZoo.flaky_served)
+        if name == "flaky/model_final.pkl":
+            ModelZoo.flaky_served = True
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(zoo_bytes) - 1}/{len(zoo_bytes)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2] if broken else body)
+        if broken:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def send_body(self, body):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ModelZoo)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+mirror = f"http://127.0.0.1:{server.server_address[1]}/mirror/"
+with socket.socket() as s:  # a port nothing listens on
+    s.bind(("127.0.0.1", 0))
+    closed_port = s.getsockname()[1]
+
+env = dict(os.environ, FVCORE_CACHE=cache, DETKIT_MODEL_ZOO_URL=mirror, DETKIT_NUM_THREADS="2")
+
+
+def detkit_run(*args, expect_ok=True, environ=env, timeout=600):
+    r = subprocess.run([detkit, *args], capture_output=True, text=True, env=environ, timeout=timeout)
+    if expect_ok and r.returncode != 0:
+        sys.exit(f"detkit {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    if not expect_ok and r.returncode == 0:
+        sys.exit(f"detkit {' '.join(args)} succeeded, expected a failure")
+    return r
+
+
+def expect_in(text, *parts):
+    for part in parts:
+        if part not in text:
+            sys.exit(f"'{part}' not in:\n{text[-3000:]}")
+
+
+config = os.path.join(fixture, "config.yaml")
+cached = os.path.join(cache, "detectron2", "zoo", "model_final.pkl")
+
+# success, then the cache alone
+out = os.path.join(work, "converted.pth")
+detkit_run("convert-weights", "detectron2://zoo/model_final.pkl", out, "--config-file", config)
+assert open(cached, "rb").read() == zoo_bytes and not os.path.exists(cached + ".part")
+converted = torch.load(out)
+assert set(converted) == set(weights), set(converted) ^ set(weights)
+diff = max((converted[k].double() - weights[k].double()).abs().max().item() for k in weights)
+import json  # noqa: E402
+key_order = json.load(open(os.path.join(fixture, "outputs.json")))
+order = key_order["state_dict_keys"]
+print(f"success: {len(converted)} tensors, max diff to the fixture {diff}, "
+      f"key order {'equal to' if order == list(converted) else 'differs from'} Detectron2's")
+assert diff == 0
+before = len(requests)
+detkit_run("convert-weights", "detectron2://zoo/model_final.pkl", out, "--config-file", config)
+assert len(requests) == before, "the cached file was downloaded again"
+
+# a transfer that breaks once, resumed
+detkit_run("convert-weights", "detectron2://flaky/model_final.pkl", out, "--config-file", config)
+ranges = [r for p, r in requests if "flaky" in p]
+print(f"flaky: requests {ranges}")
+assert ranges[0] is None and ranges[1] == f"bytes={len(zoo_bytes) // 2}-", ranges
+assert open(os.path.join(cache, "detectron2", "flaky", "model_final.pkl"), "rb").read() == zoo_bytes
+
+# a transfer that always breaks
+r = detkit_run("convert-weights", "detectron2://broken/model_final.pkl", out, expect_ok=False)
+broken = os.path.join(cache, "detectron2", "broken", "model_final.pkl")
+expect_in(r.stderr, f"cannot download '{mirror}broken/model_final.pkl'", f"of {len(zoo_bytes)} bytes",
+          "after 3 attempts", f"place the file at '{broken}' ({len(zoo_bytes)} bytes)")
+assert not os.path.exists(broken) and os.path.exists(broken + ".part")
+print("broken:", r.stderr.strip().splitlines()[-1][:200])
+
+# 404, refused, corrupt
+r = detkit_run("convert-weights", "detectron2://missing/model.pkl", out, expect_ok=False)
+missing = os.path.join(cache, "detectron2", "missing", "model.pkl")
+expect_in(r.stderr, f"cannot download '{mirror}missing/model.pkl': HTTP status 404",
+          f"place the file at '{missing}' (the server announced no size)")
+assert not os.path.exists(missing) and not os.path.exists(missing + ".part")
+refused_env = dict(env, DETKIT_MODEL_ZOO_URL=f"http://127.0.0.1:{closed_port}/")
+r = detkit_run("convert-weights", "detectron2://zoo/other.pkl", out, expect_ok=False,
+               environ=refused_env)
+expect_in(r.stderr, f"cannot download 'http://127.0.0.1:{closed_port}/zoo/other.pkl'",
+          "onnect", os.path.join(cache, "detectron2", "zoo", "other.pkl"))
+r = detkit_run("convert-weights", "detectron2://corrupt/model_final.pkl", out, expect_ok=False)
+corrupt = os.path.join(cache, "detectron2", "corrupt", "model_final.pkl")
+expect_in(r.stderr, f"cannot read '{corrupt}'",
+          "(downloaded from 'detectron2://corrupt/model_final.pkl'; delete the file")
+print("404, refused, corrupt: named errors")
+
+# the model zoo's URL for a config
+r = detkit_run("model-zoo", "url", "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml")
+assert r.stdout.strip() == ("https://dl.fbaipublicfiles.com/detectron2/COCO-InstanceSegmentation/"
+                            "mask_rcnn_R_50_FPN_1x/137260431/model_final_a54504.pkl"), r.stdout
+
+# Detectron2's own config, from a Caffe2 R-50.pkl in the cache; then offline without one
+datasets = os.path.join(work, "datasets")
+os.makedirs(datasets)
+os.symlink(os.path.abspath(coco_tiny), os.path.join(datasets, "coco"))
+r50 = os.path.join(cache, "detectron2", "ImageNetPretrained", "MSRA", "R-50.pkl")
+os.makedirs(os.path.dirname(r50))
+oracle_numpy_pickle.dump_py2(oracle_numpy_pickle.r50_caffe2()[0], r50)
+repo = os.path.join(os.path.dirname(__file__), "..", "..")
+train = ["train", "--config-file",
+         os.path.join(repo, "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml"),
+         "SOLVER.MAX_ITER", "1", "SOLVER.IMS_PER_BATCH", "1", "INPUT.MIN_SIZE_TRAIN", "(128,)",
+         "INPUT.MAX_SIZE_TRAIN", "160", "DATASETS.TEST", "()", "DATALOADER.NUM_WORKERS", "1",
+         "OUTPUT_DIR", os.path.join(work, "train")]
+train_env = dict(refused_env, DETKIT_DATASETS=datasets)
+r = detkit_run(*train, environ=train_env)
+expect_in(r.stderr, "Renaming Caffe2 weights", "linear.{bias, weight}", "iter: 0")
+assert os.path.exists(os.path.join(work, "train", "model_final.pth"))
+os.remove(r50)
+r = detkit_run(*train, expect_ok=False, environ=train_env)
+expect_in(r.stderr, f"place the file at '{r50}'")
+print("train from the cached R-50.pkl: ok; without it, offline:",
+      r.stderr.strip().splitlines()[-1][:160], "...")
+server.shutdown()
