@@ -12,11 +12,13 @@ Detectron2's model zoo (DETKIT_MODEL_ZOO_URL points at it), FVCORE_CACHE at a fr
   refused    named error: cannot connect, the cache path
   corrupt    the file downloads but is no pickle: the error names the cache file and the URL
   model-zoo  `detkit model-zoo url` prints Detectron2's URL for the config
+  fine-tune  the README's three commands: the model-zoo model on a 3-class COCO-format dataset
   train      configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml with a Caffe2 R-50.pkl
              in the cache trains from it (one step on coco_tiny); with an empty cache and no
              server it stops with the message naming the cache path
 """
 import http.server
+import json
 import os
 import pickle
 import shutil
@@ -116,7 +118,6 @@ assert open(cached, "rb").read() == zoo_bytes and not os.path.exists(cached + ".
 converted = torch.load(out)
 assert set(converted) == set(weights), set(converted) ^ set(weights)
 diff = max((converted[k].double() - weights[k].double()).abs().max().item() for k in weights)
-import json  # noqa: E402
 key_order = json.load(open(os.path.join(fixture, "outputs.json")))
 order = key_order["state_dict_keys"]
 print(f"success: {len(converted)} tensors, max diff to the fixture {diff}, "
@@ -185,4 +186,23 @@ r = detkit_run(*train, expect_ok=False, environ=train_env)
 expect_in(r.stderr, f"place the file at '{r50}'")
 print("train from the cached R-50.pkl: ok; without it, offline:",
       r.stderr.strip().splitlines()[-1][:160], "...")
+
+# The README's fine-tuning: a model-zoo model on your own 3-class COCO-format dataset
+coco = json.load(open(os.path.join(coco_tiny, "annotations", "instances_train2017.json")))
+keep = {c["id"] for c in coco["categories"] if c["name"] in ("person", "car", "dog")}
+coco["categories"] = [c for c in coco["categories"] if c["id"] in keep]
+coco["annotations"] = [a for a in coco["annotations"] if a["category_id"] in keep]
+mine = os.path.join(work, "my_train.json")
+json.dump(coco, open(mine, "w"))
+fine_env = dict(env, DETKIT_DATASETS_REGISTER=f"my_train={mine}:{coco_tiny}/train2017")
+r = detkit_run("train", "--config-file", config, "MODEL.WEIGHTS", "detectron2://zoo/model_final.pkl",
+               "MODEL.ROI_HEADS.NUM_CLASSES", "3", "DATASETS.TRAIN", "('my_train',)",
+               "DATASETS.TEST", "()", "SOLVER.MAX_ITER", "2", "SOLVER.IMS_PER_BATCH", "1",
+               "INPUT.MIN_SIZE_TRAIN", "(128,)", "INPUT.MAX_SIZE_TRAIN", "160",
+               "OUTPUT_DIR", os.path.join(work, "finetune"), environ=fine_env)
+expect_in(r.stderr, "Skip loading parameter 'roi_heads.box_predictor.cls_score.weight' to the model "
+          "due to incompatible shapes: (81, 256) in the checkpoint but (4, 256) in the model!",
+          "iter: 1")
+assert os.path.exists(os.path.join(work, "finetune", "model_final.pth"))
+print("fine-tuning the model-zoo model on 3 classes: only the class-specific rows skipped, trained")
 server.shutdown()
