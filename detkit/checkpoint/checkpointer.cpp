@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "detkit/checkpoint/caffe2_names.h"
 #include "detkit/checkpoint/matching_heuristics.h"
@@ -61,8 +62,8 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 // `weights` gives without statistics: add running_mean 0 and running_var 1.
 void default_frozen_bn_statistics(const torch::nn::Module& model, TensorDict& weights) {
   const TensorDict own = state_dict(model);
-  std::map<std::string, bool> parameters;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) parameters[item.key()] = true;
+  std::set<std::string> parameters;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) parameters.insert(item.key());
   size_t filled = 0;
   for (const auto& [name, tensor] : own) {
     if (!ends_with(name, ".running_var")) continue;

@@ -74,7 +74,8 @@ enum Op : uint8_t {
 
 // kTypeTag: torch.jit._pickle's restore_type_tag and build_*list, which libtorch's
 // torch::pickle_save wraps around dicts and lists; each returns its first argument.
-// The numpy kinds: numpy.core.multiarray._reconstruct (with numpy.ndarray as its first argument,
+// The torch kinds come first (on_reduce relies on it). The numpy kinds:
+// numpy.core.multiarray._reconstruct (with numpy.ndarray as its first argument,
 // then BUILD with the array's state), numpy.core.numeric._frombuffer (protocol 5), numpy.dtype
 // (then BUILD with its state), numpy.core.multiarray.scalar; numpy 2 spells numpy.core
 // numpy._core. _codecs.encode(text, 'latin1') and bytes() are how protocol 2 writes bytes.
@@ -556,21 +557,9 @@ void Unpickler::on_reduce() {
   Item callable = pop();
   const Global* global = std::get_if<Global>(&callable);
   if (global == nullptr) fail("REDUCE needs a global to call");
-  std::vector<c10::IValue> values;
-  switch (global->kind) {
-    case GlobalKind::kOrderedDict:
-    case GlobalKind::kRebuildTensor:
-    case GlobalKind::kRebuildParameter:
-    case GlobalKind::kTypeTag:
-      for (const Item& arg : args) values.push_back(as_value(arg));
-      break;
-    case GlobalKind::kStorage:
-    case GlobalKind::kNumpyNdarray:
-      fail("'" + global->name + "' cannot be called");
-    default:
-      push(reduce_numpy(*global, args));
-      return;
-  }
+  std::vector<c10::IValue> values;  // the arguments as data, for the torch globals
+  for (const Item& arg : args)
+    if (global->kind < GlobalKind::kNumpyReconstruct) values.push_back(as_value(arg));
   switch (global->kind) {
     case GlobalKind::kOrderedDict:
       push(make_ordered_dict(values));
@@ -586,10 +575,12 @@ void Unpickler::on_reduce() {
       if (values.empty()) fail("'" + global->name + "' needs an argument");
       push(values[0]);
       return;
+    case GlobalKind::kStorage:
+    case GlobalKind::kNumpyNdarray:
+      fail("'" + global->name + "' cannot be called");
     default:
-      break;
+      push(reduce_numpy(*global, args));
   }
-  fail("'" + global->name + "' cannot be called");
 }
 
 std::shared_ptr<NumpyDtype> Unpickler::dtype_of(const Item& item) const {

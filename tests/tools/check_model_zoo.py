@@ -11,7 +11,8 @@ Detectron2's model zoo (DETKIT_MODEL_ZOO_URL points at it), FVCORE_CACHE at a fr
   404        named error: the URL, HTTP status 404, the cache path to place the file at
   refused    named error: cannot connect, the cache path
   corrupt    the file downloads but is no pickle: the error names the cache file and the URL
-  model-zoo  `detkit model-zoo url` prints Detectron2's URL for the config
+  model-zoo  `detkit model-zoo url` prints Detectron2's URL for the config, `get` fetches it
+             (through the mirror) into the cache and prints the path
   fine-tune  the README's three commands: the model-zoo model on a 3-class COCO-format dataset
   train      configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml with a Caffe2 R-50.pkl
              in the cache trains from it (one step on coco_tiny); with an empty cache and no
@@ -53,6 +54,8 @@ class ModelZoo(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         requests.append((self.path, self.headers.get("Range")))
         name = self.path.split("/mirror/", 1)[-1]
+        if name.endswith("/137260431/model_final_a54504.pkl"):  # mask_rcnn_R_50_FPN_1x's
+            name = "zoo/model_final.pkl"
         if name == "corrupt/model_final.pkl":
             return self.send_body(b"\x80\x04this is not a pickle" * 10)
         if name not in ("zoo/model_final.pkl", "flaky/model_final.pkl", "broken/model_final.pkl"):
@@ -163,6 +166,12 @@ print("404, refused, corrupt: named errors")
 r = detkit_run("model-zoo", "url", "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml")
 assert r.stdout.strip() == ("https://dl.fbaipublicfiles.com/detectron2/COCO-InstanceSegmentation/"
                             "mask_rcnn_R_50_FPN_1x/137260431/model_final_a54504.pkl"), r.stdout
+
+r = detkit_run("model-zoo", "get", "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml")
+got = os.path.join(cache, "detectron2", "COCO-InstanceSegmentation", "mask_rcnn_R_50_FPN_1x",
+                   "137260431", "model_final_a54504.pkl")
+assert r.stdout.strip() == got and open(got, "rb").read() == zoo_bytes, r.stdout
+print("model-zoo url and get: Detectron2's URL, fetched through the mirror into the cache")
 
 # Detectron2's own config, from a Caffe2 R-50.pkl in the cache; then offline without one
 datasets = os.path.join(work, "datasets")
