@@ -33,6 +33,8 @@ const std::map<std::string, std::string>& zoo_table() {
       {"COCO-Detection/faster_rcnn_R_50_FPN_3x", "137849458/model_final_280758.pkl"},
       {"COCO-Detection/faster_rcnn_R_101_FPN_3x", "137851257/model_final_f6e8b1.pkl"},
       {"COCO-Detection/faster_rcnn_X_101_32x8d_FPN_3x", "139173657/model_final_68b088.pkl"},
+      {"COCO-Detection/retinanet_R_50_FPN_1x", "190397773/model_final_bfca0b.pkl"},
+      {"COCO-Detection/retinanet_R_50_FPN_3x", "190397829/model_final_5bd44e.pkl"},
       {"COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x", "137260431/model_final_a54504.pkl"},
       {"COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_3x", "137849600/model_final_f10217.pkl"},
       {"COCO-InstanceSegmentation/mask_rcnn_R_101_FPN_3x", "138205316/model_final_a3ec72.pkl"},

@@ -49,7 +49,8 @@ void define_model(CfgNode& c) {
   c.define("MODEL.PROPOSAL_GENERATOR.MIN_SIZE", 0);
 
   c.define("MODEL.ANCHOR_GENERATOR.NAME", "DefaultAnchorGenerator");
-  c.define("MODEL.ANCHOR_GENERATOR.SIZES", list({ints({32, 64, 128, 256, 512})}));
+  // Floats: RetinaNet's sizes are x * 2^(k/3) (Detectron2 keeps whatever the YAML holds).
+  c.define("MODEL.ANCHOR_GENERATOR.SIZES", list({floats({32, 64, 128, 256, 512})}));
   c.define("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS", list({floats({0.5, 1.0, 2.0})}));
   c.define("MODEL.ANCHOR_GENERATOR.ANGLES", list({ints({-90, 0, 90})}));
   c.define("MODEL.ANCHOR_GENERATOR.OFFSET", 0.0);

@@ -37,7 +37,7 @@ TEST(CfgNode, OverridesParseToTheKeysType) {
   EXPECT_TRUE(cfg.get_bool("MODEL.MASK_ON"));
   EXPECT_EQ(cfg.get_string("MODEL.DEVICE"), "cpu");
   EXPECT_EQ(cfg.get_int_list("INPUT.MIN_SIZE_TRAIN"), (std::vector<int64_t>{640, 672, 704}));
-  EXPECT_EQ(cfg.get("MODEL.ANCHOR_GENERATOR.SIZES").as_int_list_list().size(), 2u);
+  EXPECT_EQ(cfg.get("MODEL.ANCHOR_GENERATOR.SIZES").as_float_list_list().size(), 2u);
   EXPECT_EQ(cfg.get_string_list("DATASETS.TRAIN"), (std::vector<std::string>{"shapes_train"}));
   EXPECT_EQ(cfg.get_float("SOLVER.WEIGHT_DECAY_BIAS"), 0.0);
   EXPECT_EQ(cfg.get("MODEL.RPN.SMOOTH_L1_BETA").kind(), CfgValue::Kind::Float);

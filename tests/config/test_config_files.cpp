@@ -42,7 +42,7 @@ TEST(ConfigFiles, BaseChainIsFollowed) {
             (std::vector<int64_t>{640, 672, 704, 736, 768, 800}));
   EXPECT_EQ(cfg.get_string_list("DATASETS.TRAIN"), (std::vector<std::string>{"coco_2017_train"}));
   EXPECT_EQ(cfg.get_int_list("SOLVER.STEPS"), (std::vector<int64_t>{60000, 80000}));
-  EXPECT_EQ(cfg.get("MODEL.ANCHOR_GENERATOR.SIZES").as_int_list_list().size(), 5u);
+  EXPECT_EQ(cfg.get("MODEL.ANCHOR_GENERATOR.SIZES").as_float_list_list().size(), 5u);
 
   CfgNode x101 = load(kConfigs + "COCO-Detection/faster_rcnn_X_101_32x8d_FPN_3x.yaml");
   EXPECT_FALSE(x101.get_bool("MODEL.RESNETS.STRIDE_IN_1X1"));

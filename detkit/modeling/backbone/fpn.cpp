@@ -22,6 +22,8 @@ FPNOptions fpn_options_from_config(const config::CfgNode& cfg) {
 
 FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
     : bottom_up_(std::move(bottom_up)), options_(o) {
+  if (o.top_block() != "max_pool" && o.top_block() != "p6p7" && !o.top_block().empty())
+    throw Error("FPN top block must be 'max_pool', 'p6p7' or none, got '" + o.top_block() + "'");
   if (o.fuse_type() != "sum" && o.fuse_type() != "avg")
     throw Error("MODEL.FPN.FUSE_TYPE must be 'sum' or 'avg', got '" + o.fuse_type() + "'");
   if (o.in_features().empty()) throw Error("MODEL.FPN.IN_FEATURES must not be empty");
@@ -37,8 +39,11 @@ FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
       throw Error("MODEL.FPN.IN_FEATURES must have increasing strides");
     previous_stride = shape.stride;
     int64_t stage = std::lround(std::log2(double(shape.stride)));
-    Conv2d lateral(Conv2dOptions(shape.channels, o.out_channels(), 1).bias(use_bias).norm(o.norm()));
-    Conv2d output(Conv2dOptions(o.out_channels(), o.out_channels(), 3).padding(1).bias(use_bias)
+    Conv2d lateral(
+        Conv2dOptions(shape.channels, o.out_channels(), 1).bias(use_bias).norm(o.norm()));
+    Conv2d output(Conv2dOptions(o.out_channels(), o.out_channels(), 3)
+                      .padding(1)
+                      .bias(use_bias)
                       .norm(o.norm()));
     c2_xavier_fill(lateral);
     c2_xavier_fill(output);
@@ -47,14 +52,34 @@ FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
     out_names_.push_back("p" + std::to_string(stage));
     shapes_[out_names_.back()] = {o.out_channels(), shape.stride};
   }
-  // Registered after the FPN convs, as in Detectron2, so state dicts list entries in its order.
-  register_module("bottom_up", bottom_up_);
   size_divisibility_ = previous_stride;
-  if (o.last_level_max_pool()) {
+  const int64_t levels = o.top_block() == "p6p7" ? 2 : o.top_block() == "max_pool" ? 1 : 0;
+  if (o.top_block() == "p6p7") {
+    int64_t in_channels = 0;
+    if (input_shapes.count(o.top_block_in_feature())) {
+      in_channels = input_shapes.at(o.top_block_in_feature()).channels;
+    } else if (shapes_.count(o.top_block_in_feature())) {
+      in_channels = o.out_channels();
+    } else {
+      throw Error("FPN top block P6/P7: no feature '" + o.top_block_in_feature() + "'");
+    }
+    auto conv = [&](int64_t in) {
+      Conv2d c(Conv2dOptions(in, o.out_channels(), 3).stride(2).padding(1));
+      c2_xavier_fill(c);
+      return c;
+    };
+    auto top_block = register_module("top_block", std::make_shared<torch::nn::Module>());
+    p6_ = top_block->register_module("p6", conv(in_channels));
+    p7_ = top_block->register_module("p7", conv(o.out_channels()));
+  }
+  for (int64_t level = 0; level < levels; ++level) {
     int64_t stage = std::stoll(out_names_.back().substr(1)) + 1;
     out_names_.push_back("p" + std::to_string(stage));
-    shapes_[out_names_.back()] = {o.out_channels(), previous_stride * 2};
+    shapes_[out_names_.back()] = {o.out_channels(), int64_t{1} << stage};
   }
+  // Registered after the FPN convs and the top block, as in Detectron2, so state dicts list
+  // entries in its order.
+  register_module("bottom_up", bottom_up_);
 }
 
 FeatureMap FPN::forward(const at::Tensor& images) {
@@ -73,14 +98,30 @@ FeatureMap FPN::forward(const at::Tensor& images) {
   }
   FeatureMap out;
   for (size_t i = 0; i < n; ++i) out[out_names_[i]] = results[i];
-  if (options_.last_level_max_pool())
+  if (options_.top_block() == "max_pool")
     out[out_names_.back()] = at::max_pool2d(results[n - 1], {1, 1}, {2, 2}, {0, 0});
+  if (options_.top_block() == "p6p7") {
+    auto in = bottom.find(options_.top_block_in_feature());
+    at::Tensor p6 =
+        p6_->forward(in != bottom.end() ? in->second : out.at(options_.top_block_in_feature()));
+    out[out_names_[n]] = p6;
+    out[out_names_[n + 1]] = p7_->forward(at::relu(p6));
+  }
   return out;
 }
 
-DETKIT_REGISTER_BACKBONE(build_resnet_fpn_backbone, [](const config::CfgNode& cfg, int64_t in_channels) {
+DETKIT_REGISTER_BACKBONE(build_resnet_fpn_backbone, [](const config::CfgNode& cfg,
+                                                       int64_t in_channels) {
   auto bottom_up = std::make_shared<ResNet>(resnet_options_from_config(cfg, in_channels));
   return std::make_shared<FPN>(bottom_up, fpn_options_from_config(cfg));
+});
+
+// RetinaNet's: P3-P5 from res3-res5 (MODEL.FPN.IN_FEATURES), P6/P7 from res5.
+DETKIT_REGISTER_BACKBONE(build_retinanet_resnet_fpn_backbone, [](const config::CfgNode& cfg,
+                                                                 int64_t in_channels) {
+  auto bottom_up = std::make_shared<ResNet>(resnet_options_from_config(cfg, in_channels));
+  return std::make_shared<FPN>(
+      bottom_up, fpn_options_from_config(cfg).top_block("p6p7").top_block_in_feature("res5"));
 });
 
 }  // namespace detkit::modeling

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "detkit/modeling/meta_arch/preprocess.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/utils/error.h"
 
@@ -17,22 +18,13 @@ GeneralizedRCNN::GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
     : backbone_(register_module("backbone", std::move(backbone))),
       proposal_generator_(register_module("proposal_generator", std::move(proposal_generator))),
       roi_heads_(register_module("roi_heads", std::move(roi_heads))) {
-  if (pixel_mean.size() != pixel_std.size())
-    throw Error("MODEL.PIXEL_MEAN and MODEL.PIXEL_STD must have the same length");
-  pixel_mean_ = at::tensor(pixel_mean, at::kFloat).reshape({-1, 1, 1});
-  pixel_std_ = at::tensor(pixel_std, at::kFloat).reshape({-1, 1, 1});
+  std::tie(pixel_mean_, pixel_std_) = pixel_normalization(pixel_mean, pixel_std);
 }
 
 structures::ImageList GeneralizedRCNN::preprocess_image(
     const std::vector<ModelInput>& batch) const {
-  if (batch.empty()) throw Error("GeneralizedRCNN: empty batch");
-  std::vector<at::Tensor> images;
-  for (const auto& input : batch) {
-    TORCH_CHECK(input.image.dim() == 3 && input.image.size(0) == pixel_mean_.size(0),
-                "model input must be (", pixel_mean_.size(0), ", H, W), got ", input.image.sizes());
-    images.push_back((input.image.to(pixel_mean_.device(), at::kFloat) - pixel_mean_) / pixel_std_);
-  }
-  return structures::ImageList::from_tensors(images, backbone_->size_divisibility());
+  return normalize_and_pad_images(batch, pixel_mean_, pixel_std_, backbone_->size_divisibility(),
+                                  "GeneralizedRCNN");
 }
 
 void GeneralizedRCNN::to(torch::Device device, bool non_blocking) {
