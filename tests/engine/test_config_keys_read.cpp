@@ -1,8 +1,8 @@
 // No config key is silently ignored. Walking Detectron2's defaults tree, every key is
 //  - read by the code that trains, evaluates and predicts (recorded while a tiny Mask R-CNN
-//    trains an iteration, checkpoints, evaluates and predicts, while a RetinaNet is built, and
-//    while the optimizer and each LR schedule are built with the settings that read their
-//    options), or
+//    trains an iteration, checkpoints, evaluates and predicts, while a RetinaNet and a Cascade
+//    R-CNN are built, and while the optimizer and each LR schedule are built with the settings
+//    that read their options), or
 //  - refused when set (config/unimplemented.h; tests/config/test_unimplemented.cpp sets each), or
 //  - an option of a component whose selection is refused: each is listed with the setting that
 //    selects it, and building with that setting is shown to fail, or
@@ -40,6 +40,10 @@ std::set<std::string> keys_read_by_a_run() {
   retinanet.merge_from_list({"MODEL.META_ARCHITECTURE", "RetinaNet", "MODEL.BACKBONE.NAME",
                              "build_retinanet_resnet_fpn_backbone"});
   modeling::build_model(retinanet);
+  config::CfgNode cascade = cfg;  // and CascadeROIHeads MODEL.ROI_BOX_CASCADE_HEAD.*
+  cascade.merge_from_list({"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
+                           "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"});
+  modeling::build_model(cascade);
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -60,7 +64,6 @@ const std::vector<SelectedAway>& selected_away() {
   static const std::vector<SelectedAway> table = {
       {"MODEL.PANOPTIC_FPN.", {"MODEL.META_ARCHITECTURE", "PanopticFPN"}},
       {"MODEL.SEM_SEG_HEAD.", {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"}},
-      {"MODEL.ROI_BOX_CASCADE_HEAD.", {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads"}},
       {"MODEL.ROI_KEYPOINT_HEAD.", {"MODEL.KEYPOINT_ON", "True"}},
       {"TEST.KEYPOINT_OKS_SIGMAS", {"MODEL.KEYPOINT_ON", "True"}},
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},

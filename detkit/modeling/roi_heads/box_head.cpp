@@ -19,7 +19,10 @@ FastRCNNConvFCHead::FastRCNNConvFCHead(const FastRCNNConvFCHeadOptions& o) {
   int64_t channels = o.input.channels;
   for (size_t k = 0; k < o.conv_dims.size(); ++k) {
     layers::Conv2d conv(layers::Conv2dOptions(channels, o.conv_dims[k], 3)
-                            .padding(1).bias(o.norm.empty()).norm(o.norm).relu(true));
+                            .padding(1)
+                            .bias(o.norm.empty())
+                            .norm(o.norm)
+                            .relu(true));
     layers::c2_msra_fill(conv);
     convs_.push_back(register_module("conv" + std::to_string(k + 1), conv));
     channels = o.conv_dims[k];
@@ -51,15 +54,16 @@ std::shared_ptr<BoxHead> build_box_head(const config::CfgNode& cfg, const BoxHea
   return box_head_registry().get(cfg.get_string("MODEL.ROI_BOX_HEAD.NAME"))(cfg, input);
 }
 
-DETKIT_REGISTER_BOX_HEAD(FastRCNNConvFCHead, [](const config::CfgNode& cfg, const BoxHeadInput& input) {
-      FastRCNNConvFCHeadOptions o;
-      o.input = input;
-      o.conv_dims.assign(cfg.get_int("MODEL.ROI_BOX_HEAD.NUM_CONV"),
-                         cfg.get_int("MODEL.ROI_BOX_HEAD.CONV_DIM"));
-      o.fc_dims.assign(cfg.get_int("MODEL.ROI_BOX_HEAD.NUM_FC"),
-                       cfg.get_int("MODEL.ROI_BOX_HEAD.FC_DIM"));
-      o.norm = cfg.get_string("MODEL.ROI_BOX_HEAD.NORM");
-      return std::make_shared<FastRCNNConvFCHead>(o);
-    });
+DETKIT_REGISTER_BOX_HEAD(FastRCNNConvFCHead,
+                         [](const config::CfgNode& cfg, const BoxHeadInput& input) {
+                           FastRCNNConvFCHeadOptions o;
+                           o.input = input;
+                           o.conv_dims.assign(cfg.get_int("MODEL.ROI_BOX_HEAD.NUM_CONV"),
+                                              cfg.get_int("MODEL.ROI_BOX_HEAD.CONV_DIM"));
+                           o.fc_dims.assign(cfg.get_int("MODEL.ROI_BOX_HEAD.NUM_FC"),
+                                            cfg.get_int("MODEL.ROI_BOX_HEAD.FC_DIM"));
+                           o.norm = cfg.get_string("MODEL.ROI_BOX_HEAD.NORM");
+                           return std::make_shared<FastRCNNConvFCHead>(o);
+                         });
 
 }  // namespace detkit::modeling

@@ -61,18 +61,18 @@ LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor
                                          : p.boxes("proposal_boxes").tensor());
   }
   at::Tensor gt_classes = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
-  at::Tensor loss_cls = gt_classes.numel() == 0
-                            ? scores.sum() * 0.0
-                            : at::cross_entropy_loss(scores, gt_classes);
+  at::Tensor loss_cls =
+      gt_classes.numel() == 0 ? scores.sum() * 0.0 : at::cross_entropy_loss(scores, gt_classes);
   // Box regression on foreground ROIs, with the deltas of their ground-truth class.
   at::Tensor props = proposal_boxes.empty() ? at::zeros({0, 4}) : at::cat(proposal_boxes);
   at::Tensor targets = gt_boxes.empty() ? at::zeros({0, 4}) : at::cat(gt_boxes);
   at::Tensor fg = ((gt_classes >= 0) & (gt_classes < options_.num_classes)).nonzero().select(1, 0);
-  at::Tensor fg_deltas = deltas.size(1) == 4
-                             ? deltas.index_select(0, fg)
-                             : deltas.view({-1, options_.num_classes, 4})
-                                   .index({fg, gt_classes.index_select(0, fg)});
-  at::Tensor gt_deltas = box2box_.get_deltas(props.index_select(0, fg), targets.index_select(0, fg));
+  at::Tensor fg_deltas =
+      deltas.size(1) == 4
+          ? deltas.index_select(0, fg)
+          : deltas.view({-1, options_.num_classes, 4}).index({fg, gt_classes.index_select(0, fg)});
+  at::Tensor gt_deltas =
+      box2box_.get_deltas(props.index_select(0, fg), targets.index_select(0, fg));
   at::Tensor loss_box = layers::smooth_l1_loss_sum(fg_deltas, gt_deltas, options_.smooth_l1_beta) /
                         std::max<double>(gt_classes.numel(), 1.0);
   return {{"loss_cls", loss_cls}, {"loss_box_reg", loss_box * options_.bbox_reg_loss_weight}};
@@ -98,7 +98,8 @@ Instances fast_rcnn_inference_single_image(at::Tensor boxes, at::Tensor scores,
                                            : boxes.index({mask});
   at::Tensor kept_scores = scores.index({mask});
   at::Tensor keep = ops::batched_nms(kept_boxes, kept_scores, inds.select(1, 1), nms_thresh);
-  if (topk_per_image >= 0 && keep.size(0) > topk_per_image) keep = keep.narrow(0, 0, topk_per_image);
+  if (topk_per_image >= 0 && keep.size(0) > topk_per_image)
+    keep = keep.narrow(0, 0, topk_per_image);
   Instances result(image_height, image_width);
   result.set("pred_boxes", Boxes(kept_boxes.index_select(0, keep)));
   result.set("scores", kept_scores.index_select(0, keep));
@@ -106,26 +107,39 @@ Instances fast_rcnn_inference_single_image(at::Tensor boxes, at::Tensor scores,
   return result;
 }
 
+namespace {
+std::vector<int64_t> sizes_of(const std::vector<Instances>& proposals) {
+  std::vector<int64_t> counts;
+  for (const auto& p : proposals) counts.push_back(p.size());
+  return counts;
+}
+}  // namespace
+
+std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_boxes(
+    const std::pair<at::Tensor, at::Tensor>& predictions,
+    const std::vector<Instances>& proposals) const {
+  std::vector<at::Tensor> proposal_boxes;
+  for (const auto& p : proposals) proposal_boxes.push_back(p.boxes("proposal_boxes").tensor());
+  at::Tensor boxes = box2box_.apply_deltas(predictions.second, at::cat(proposal_boxes));
+  return boxes.split_with_sizes(sizes_of(proposals));
+}
+
+std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_probs(
+    const std::pair<at::Tensor, at::Tensor>& predictions,
+    const std::vector<Instances>& proposals) const {
+  return at::softmax(predictions.first, -1).split_with_sizes(sizes_of(proposals));
+}
+
 std::vector<Instances> FastRCNNOutputLayersImpl::inference(
     const std::pair<at::Tensor, at::Tensor>& predictions,
     const std::vector<Instances>& proposals) const {
-  const auto& [scores, deltas] = predictions;
-  std::vector<int64_t> counts;
-  std::vector<at::Tensor> proposal_boxes;
-  for (const auto& p : proposals) {
-    counts.push_back(p.size());
-    proposal_boxes.push_back(p.boxes("proposal_boxes").tensor());
-  }
-  at::Tensor boxes = box2box_.apply_deltas(deltas, at::cat(proposal_boxes));
-  at::Tensor probs = at::softmax(scores, -1);
-  auto boxes_per_image = boxes.split_with_sizes(counts);
-  auto probs_per_image = probs.split_with_sizes(counts);
+  const std::vector<at::Tensor> boxes = predict_boxes(predictions, proposals);
+  const std::vector<at::Tensor> probs = predict_probs(predictions, proposals);
   std::vector<Instances> out;
   for (size_t i = 0; i < proposals.size(); ++i)
     out.push_back(fast_rcnn_inference_single_image(
-        boxes_per_image[i], probs_per_image[i], proposals[i].image_height(),
-        proposals[i].image_width(), options_.test_score_thresh, options_.test_nms_thresh,
-        options_.test_topk_per_image));
+        boxes[i], probs[i], proposals[i].image_height(), proposals[i].image_width(),
+        options_.test_score_thresh, options_.test_nms_thresh, options_.test_topk_per_image));
   return out;
 }
 

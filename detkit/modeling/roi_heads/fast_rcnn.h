@@ -40,9 +40,16 @@ class FastRCNNOutputLayersImpl : public torch::nn::Module {
   /// proposals: per image, "proposal_boxes", "gt_classes" and (for foreground) "gt_boxes".
   LossDict losses(const std::pair<at::Tensor, at::Tensor>& predictions,
                   const std::vector<structures::Instances>& proposals) const;
+  /// Per image, its proposals regressed: (Ri, 4) class-agnostic or (Ri, 4K).
+  std::vector<at::Tensor> predict_boxes(const std::pair<at::Tensor, at::Tensor>& predictions,
+                                        const std::vector<structures::Instances>& proposals) const;
+  /// Per image, the class probabilities (Ri, K + 1).
+  std::vector<at::Tensor> predict_probs(const std::pair<at::Tensor, at::Tensor>& predictions,
+                                        const std::vector<structures::Instances>& proposals) const;
   /// Detections per image: "pred_boxes", "scores", "pred_classes", in the proposals' image size.
-  std::vector<structures::Instances> inference(const std::pair<at::Tensor, at::Tensor>& predictions,
-                                               const std::vector<structures::Instances>& proposals) const;
+  std::vector<structures::Instances> inference(
+      const std::pair<at::Tensor, at::Tensor>& predictions,
+      const std::vector<structures::Instances>& proposals) const;
   const FastRCNNOutputLayersOptions& options() const { return options_; }
 
  private:

@@ -15,7 +15,10 @@ MaskRCNNConvUpsampleHead::MaskRCNNConvUpsampleHead(const MaskRCNNConvUpsampleHea
   int64_t channels = o.input_channels;
   for (size_t k = 0; k < o.conv_dims.size(); ++k) {
     layers::Conv2d conv(layers::Conv2dOptions(channels, o.conv_dims[k], 3)
-                            .padding(1).bias(o.norm.empty()).norm(o.norm).relu(true));
+                            .padding(1)
+                            .bias(o.norm.empty())
+                            .norm(o.norm)
+                            .relu(true));
     layers::c2_msra_fill(conv);
     convs_.push_back(register_module("mask_fcn" + std::to_string(k + 1), conv));
     channels = o.conv_dims[k];
@@ -24,8 +27,8 @@ MaskRCNNConvUpsampleHead::MaskRCNNConvUpsampleHead(const MaskRCNNConvUpsampleHea
       "deconv", torch::nn::ConvTranspose2d(
                     torch::nn::ConvTranspose2dOptions(channels, o.conv_dims.back(), 2).stride(2)));
   const int64_t num_masks = o.cls_agnostic_mask ? 1 : o.num_classes;
-  predictor_ = register_module("predictor",
-                               layers::Conv2d(layers::Conv2dOptions(o.conv_dims.back(), num_masks, 1)));
+  predictor_ = register_module(
+      "predictor", layers::Conv2d(layers::Conv2dOptions(o.conv_dims.back(), num_masks, 1)));
   torch::NoGradGuard no_grad;
   torch::nn::init::kaiming_normal_(deconv_->weight, 0.0, torch::kFanOut, torch::kReLU);
   deconv_->bias.zero_();
@@ -42,12 +45,14 @@ at::Tensor MaskRCNNConvUpsampleHead::predict_logits(const at::Tensor& x) {
 
 LossDict MaskRCNNConvUpsampleHead::forward(const at::Tensor& x, std::vector<Instances>& instances) {
   at::Tensor logits = predict_logits(x);
-  if (is_training()) return {{"loss_mask", mask_rcnn_loss(logits, instances) * options_.loss_weight}};
+  if (is_training())
+    return {{"loss_mask", mask_rcnn_loss(logits, instances) * options_.loss_weight}};
   mask_rcnn_inference(logits, instances);
   return {};
 }
 
-at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits, const std::vector<Instances>& instances) {
+at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
+                          const std::vector<Instances>& instances) {
   const bool agnostic = pred_mask_logits.size(1) == 1;
   const int64_t side = pred_mask_logits.size(2);
   TORCH_CHECK(pred_mask_logits.size(2) == pred_mask_logits.size(3), "mask logits must be square");
@@ -60,9 +65,9 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits, const std::vector<
   }
   if (masks.empty()) return pred_mask_logits.sum() * 0;
   at::Tensor targets = at::cat(masks).to(at::kFloat);
-  at::Tensor logits = agnostic ? pred_mask_logits.select(1, 0)
-                               : pred_mask_logits.index({at::arange(pred_mask_logits.size(0)),
-                                                         at::cat(classes)});
+  at::Tensor logits =
+      agnostic ? pred_mask_logits.select(1, 0)
+               : pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), at::cat(classes)});
   return at::binary_cross_entropy_with_logits(logits, targets);
 }
 
@@ -74,9 +79,8 @@ void mask_rcnn_inference(const at::Tensor& pred_mask_logits, std::vector<Instanc
     std::vector<at::Tensor> classes;
     for (const auto& inst : instances) classes.push_back(inst.tensor("pred_classes"));
     at::Tensor cls = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
-    probs = pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), cls})
-                .unsqueeze(1)
-                .sigmoid();
+    probs =
+        pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), cls}).unsqueeze(1).sigmoid();
   }
   int64_t start = 0;
   for (auto& inst : instances) {
@@ -94,15 +98,16 @@ std::shared_ptr<MaskHead> build_mask_head(const config::CfgNode& cfg, int64_t in
   return mask_head_registry().get(cfg.get_string("MODEL.ROI_MASK_HEAD.NAME"))(cfg, input_channels);
 }
 
-DETKIT_REGISTER_MASK_HEAD(MaskRCNNConvUpsampleHead, [](const config::CfgNode& cfg, int64_t input_channels) {
-      MaskRCNNConvUpsampleHeadOptions o;
-      o.input_channels = input_channels;
-      o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-      o.conv_dims.assign(cfg.get_int("MODEL.ROI_MASK_HEAD.NUM_CONV"),
-                         cfg.get_int("MODEL.ROI_MASK_HEAD.CONV_DIM"));
-      o.norm = cfg.get_string("MODEL.ROI_MASK_HEAD.NORM");
-      o.cls_agnostic_mask = cfg.get_bool("MODEL.ROI_MASK_HEAD.CLS_AGNOSTIC_MASK");
-      return std::make_shared<MaskRCNNConvUpsampleHead>(o);
-    });
+DETKIT_REGISTER_MASK_HEAD(MaskRCNNConvUpsampleHead, [](const config::CfgNode& cfg,
+                                                       int64_t input_channels) {
+  MaskRCNNConvUpsampleHeadOptions o;
+  o.input_channels = input_channels;
+  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+  o.conv_dims.assign(cfg.get_int("MODEL.ROI_MASK_HEAD.NUM_CONV"),
+                     cfg.get_int("MODEL.ROI_MASK_HEAD.CONV_DIM"));
+  o.norm = cfg.get_string("MODEL.ROI_MASK_HEAD.NORM");
+  o.cls_agnostic_mask = cfg.get_bool("MODEL.ROI_MASK_HEAD.CLS_AGNOSTIC_MASK");
+  return std::make_shared<MaskRCNNConvUpsampleHead>(o);
+});
 
 }  // namespace detkit::modeling

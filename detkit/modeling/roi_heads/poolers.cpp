@@ -20,8 +20,10 @@ at::Tensor assign_boxes_to_levels(const std::vector<structures::Boxes>& boxes, i
 }
 
 ROIPooler::ROIPooler(ROIPoolerOptions o) : options_(std::move(o)) {
-  if (options_.pooler_type == "ROIAlign") aligned_ = false;
-  else if (options_.pooler_type == "ROIAlignV2") aligned_ = true;
+  if (options_.pooler_type == "ROIAlign")
+    aligned_ = false;
+  else if (options_.pooler_type == "ROIAlignV2")
+    aligned_ = true;
   else
     throw Error("unknown pooler type '" + options_.pooler_type + "' (ROIAlign, ROIAlignV2)");
   if (options_.scales.empty()) throw Error("ROIPooler needs at least one feature level");
@@ -39,8 +41,8 @@ at::Tensor ROIPooler::operator()(const std::vector<at::Tensor>& features,
                                  const std::vector<structures::Boxes>& boxes) const {
   TORCH_CHECK(features.size() == options_.scales.size(), "ROIPooler: expected ",
               options_.scales.size(), " feature levels, got ", features.size());
-  TORCH_CHECK(static_cast<int64_t>(boxes.size()) == features[0].size(0), "ROIPooler: ",
-              boxes.size(), " box lists for a batch of ", features[0].size(0));
+  TORCH_CHECK(static_cast<int64_t>(boxes.size()) == features[0].size(0),
+              "ROIPooler: ", boxes.size(), " box lists for a batch of ", features[0].size(0));
   std::vector<at::Tensor> rois;
   for (size_t i = 0; i < boxes.size(); ++i) {
     const at::Tensor& b = boxes[i].tensor();
@@ -49,8 +51,8 @@ at::Tensor ROIPooler::operator()(const std::vector<at::Tensor>& features,
   at::Tensor all = at::cat(rois);
   const int64_t s = options_.output_size, channels = features[0].size(1);
   auto pool = [&](size_t level, const at::Tensor& r) {
-    return ops::roi_align(features[level], r, options_.scales[level], s, s,
-                          options_.sampling_ratio, aligned_);
+    return ops::roi_align(features[level], r, options_.scales[level], s, s, options_.sampling_ratio,
+                          aligned_);
   };
   if (features.size() == 1) return pool(0, all);
   at::Tensor levels = assign_boxes_to_levels(boxes, min_level_, max_level_,

@@ -25,9 +25,10 @@ StandardROIHeads::StandardROIHeads(const StandardROIHeadsOptions& o, ROIPooler b
       mask_pooler_(std::move(mask_pooler)),
       mask_head_(mask_head ? register_module("mask_head", std::move(mask_head)) : nullptr) {}
 
-std::vector<at::Tensor> StandardROIHeads::select(const FeatureMap& features) const {
+std::vector<at::Tensor> select_features(const FeatureMap& features,
+                                        const std::vector<std::string>& names) {
   std::vector<at::Tensor> out;
-  for (const auto& name : options_.in_features) {
+  for (const auto& name : names) {
     auto it = features.find(name);
     if (it == features.end()) throw Error("MODEL.ROI_HEADS.IN_FEATURES: no feature '" + name + "'");
     out.push_back(it->second);
@@ -35,8 +36,14 @@ std::vector<at::Tensor> StandardROIHeads::select(const FeatureMap& features) con
   return out;
 }
 
-std::vector<Instances> StandardROIHeads::label_and_sample_proposals(
-    std::vector<Instances> proposals, const std::vector<Instances>& targets) const {
+std::vector<at::Tensor> StandardROIHeads::select(const FeatureMap& features) const {
+  return select_features(features, options_.in_features);
+}
+
+std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposals,
+                                                  const std::vector<Instances>& targets,
+                                                  const Matcher& matcher,
+                                                  const StandardROIHeadsOptions& options) {
   TORCH_CHECK(proposals.size() == targets.size(), "ROI heads: ", proposals.size(),
               " proposal lists for ", targets.size(), " targets");
   // Ground truth as extra proposals with a (practically) certain objectness, as Detectron2.
@@ -45,26 +52,26 @@ std::vector<Instances> StandardROIHeads::label_and_sample_proposals(
   for (size_t i = 0; i < proposals.size(); ++i) {
     const Instances& gt = targets[i];
     Instances props = proposals[i];
-    if (options_.proposal_append_gt) {
+    if (options.proposal_append_gt) {
       Instances gt_props(props.image_height(), props.image_width());
       const Boxes& gt_boxes = gt.boxes("gt_boxes");
       gt_props.set("proposal_boxes", gt_boxes);
       gt_props.set("objectness_logits", at::full({gt_boxes.size()}, gt_logit, at::kFloat));
       props = Instances::cat({props, gt_props});
     }
-    MatchResult match = matcher_(structures::pairwise_iou(gt.boxes("gt_boxes"),
-                                                          props.boxes("proposal_boxes")));
+    MatchResult match =
+        matcher(structures::pairwise_iou(gt.boxes("gt_boxes"), props.boxes("proposal_boxes")));
     const bool has_gt = gt.size() > 0;
     at::Tensor classes;
     if (has_gt) {
       classes = gt.tensor("gt_classes").to(at::kLong).index_select(0, match.matches);
-      classes.masked_fill_(match.match_labels == 0, options_.num_classes);
+      classes.masked_fill_(match.match_labels == 0, options.num_classes);
       classes.masked_fill_(match.match_labels == -1, -1);
     } else {
-      classes = at::full({props.size()}, options_.num_classes, at::kLong);
+      classes = at::full({props.size()}, options.num_classes, at::kLong);
     }
-    SampledIndices s = subsample_labels(classes, options_.batch_size_per_image,
-                                        options_.positive_fraction, options_.num_classes);
+    SampledIndices s = subsample_labels(classes, options.batch_size_per_image,
+                                        options.positive_fraction, options.num_classes);
     at::Tensor idx = at::cat({s.pos_idx, s.neg_idx});
     Instances picked = props.index(idx);
     picked.set("gt_classes", classes.index_select(0, idx));
@@ -76,6 +83,11 @@ std::vector<Instances> StandardROIHeads::label_and_sample_proposals(
     sampled.push_back(std::move(picked));
   }
   return sampled;
+}
+
+std::vector<Instances> StandardROIHeads::label_and_sample_proposals(
+    std::vector<Instances> proposals, const std::vector<Instances>& targets) const {
+  return modeling::label_and_sample_proposals(std::move(proposals), targets, matcher_, options_);
 }
 
 LossDict StandardROIHeads::forward_box_losses(const FeatureMap& features,
@@ -94,21 +106,30 @@ std::vector<Instances> StandardROIHeads::forward_box_inference(
   return box_predictor_->inference(box_predictor_->forward(x), proposals);
 }
 
-LossDict StandardROIHeads::forward_mask(const FeatureMap& features, std::vector<Instances>& instances) {
-  if (!options_.mask_on) return {};
+LossDict forward_mask_branch(MaskHead& mask_head, const ROIPooler& pooler,
+                             const std::vector<at::Tensor>& features,
+                             std::vector<Instances>& instances, bool training,
+                             int64_t num_classes) {
   std::vector<Instances> fg;
   std::vector<Boxes> boxes;
-  if (is_training()) {
+  if (training) {
     for (const auto& inst : instances) {
       at::Tensor c = inst.tensor("gt_classes");
-      fg.push_back(inst.index(((c != -1) & (c != options_.num_classes)).nonzero().select(1, 0)));
+      fg.push_back(inst.index(((c != -1) & (c != num_classes)).nonzero().select(1, 0)));
       boxes.push_back(fg.back().boxes("proposal_boxes"));
     }
   } else {
     for (const auto& inst : instances) boxes.push_back(inst.boxes("pred_boxes"));
   }
-  std::vector<Instances>& target = is_training() ? fg : instances;
-  return mask_head_->forward((*mask_pooler_)(select(features), boxes), target);
+  std::vector<Instances>& target = training ? fg : instances;
+  return mask_head.forward(pooler(features, boxes), target);
+}
+
+LossDict StandardROIHeads::forward_mask(const FeatureMap& features,
+                                        std::vector<Instances>& instances) {
+  if (!options_.mask_on) return {};
+  return forward_mask_branch(*mask_head_, *mask_pooler_, select(features), instances, is_training(),
+                             options_.num_classes);
 }
 
 ROIHeadsOutput StandardROIHeads::forward(const structures::ImageList& /*images*/,
@@ -138,31 +159,31 @@ std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
   return roi_heads_registry().get(cfg.get_string("MODEL.ROI_HEADS.NAME"))(cfg, input_shapes);
 }
 
-DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg, const layers::ShapeSpecs& shapes) {
-      StandardROIHeadsOptions o;
-      o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-      o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
-      o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
-      o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
-      o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
-      o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
-      o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
-      o.mask_on = cfg.get_bool("MODEL.MASK_ON");
-      if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
-      FeatureLevels levels =
-          feature_levels(shapes, o.in_features, "MODEL.ROI_HEADS.IN_FEATURES");
-      ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", levels.strides));
-      const int64_t res = box_pooler.options().output_size;
-      auto box_head = build_box_head(cfg, BoxHeadInput{levels.channels, res, res});
-      FastRCNNOutputLayers predictor(fast_rcnn_options_from_config(cfg, box_head->output_size()));
-      std::optional<ROIPooler> mask_pooler;
-      std::shared_ptr<MaskHead> mask_head;
-      if (o.mask_on) {
-        mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
-        mask_head = build_mask_head(cfg, levels.channels);
-      }
-      return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
-                                                mask_head);
-    });
+DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg,
+                                               const layers::ShapeSpecs& shapes) {
+  StandardROIHeadsOptions o;
+  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+  o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
+  o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
+  o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
+  o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
+  o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
+  o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
+  o.mask_on = cfg.get_bool("MODEL.MASK_ON");
+  if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+  FeatureLevels levels = feature_levels(shapes, o.in_features, "MODEL.ROI_HEADS.IN_FEATURES");
+  ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", levels.strides));
+  const int64_t res = box_pooler.options().output_size;
+  auto box_head = build_box_head(cfg, BoxHeadInput{levels.channels, res, res});
+  FastRCNNOutputLayers predictor(fast_rcnn_options_from_config(cfg, box_head->output_size()));
+  std::optional<ROIPooler> mask_pooler;
+  std::shared_ptr<MaskHead> mask_head;
+  if (o.mask_on) {
+    mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
+    mask_head = build_mask_head(cfg, levels.channels);
+  }
+  return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
+                                            mask_head);
+});
 
 }  // namespace detkit::modeling

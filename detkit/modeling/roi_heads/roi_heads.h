@@ -49,8 +49,7 @@ class StandardROIHeads : public ROIHeads {
                          std::vector<structures::Instances> proposals,
                          const std::vector<structures::Instances>* targets) override;
 
-  /// Adds ground truth to the proposals, matches, samples; proposals gain "gt_classes" (K for
-  /// background) and, where the image has ground truth, the matched "gt_*" fields.
+  /// label_and_sample_proposals with this head's matcher and options.
   std::vector<structures::Instances> label_and_sample_proposals(
       std::vector<structures::Instances> proposals,
       const std::vector<structures::Instances>& targets) const;
@@ -71,6 +70,24 @@ class StandardROIHeads : public ROIHeads {
   std::optional<ROIPooler> mask_pooler_;
   std::shared_ptr<MaskHead> mask_head_;
 };
+
+/// The maps of `features` named by `names` (MODEL.ROI_HEADS.IN_FEATURES), in order.
+std::vector<at::Tensor> select_features(const FeatureMap& features,
+                                        const std::vector<std::string>& names);
+
+/// Detectron2's label_and_sample_proposals: ground truth appended to the proposals (when
+/// options say so), matched with `matcher`, sampled; proposals gain "gt_classes" (K for
+/// background, -1 ignored) and, where the image has ground truth, the matched "gt_*" fields.
+std::vector<structures::Instances> label_and_sample_proposals(
+    std::vector<structures::Instances> proposals, const std::vector<structures::Instances>& targets,
+    const Matcher& matcher, const StandardROIHeadsOptions& options);
+
+/// The mask branch: in training, its loss on the foreground of the sampled `instances` (their
+/// "proposal_boxes"); at inference, "pred_masks" added to the detections (their "pred_boxes").
+LossDict forward_mask_branch(MaskHead& mask_head, const ROIPooler& pooler,
+                             const std::vector<at::Tensor>& features,
+                             std::vector<structures::Instances>& instances, bool training,
+                             int64_t num_classes);
 
 using ROIHeadsFactory = std::function<std::shared_ptr<ROIHeads>(
     const config::CfgNode& cfg, const layers::ShapeSpecs& input_shapes)>;

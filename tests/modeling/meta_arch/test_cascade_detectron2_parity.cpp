@@ -1,0 +1,193 @@
+// Cascade Mask R-CNN against Detectron2 itself (../shared/fixtures/detectron2_cascade): the
+// fixture's weights and images give its per-stage boxes and outputs, detections (the stages'
+// mean scores), masks, the nine training losses and the recorded gradients.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/roi_heads/cascade_rcnn.h"
+#include "detkit/structures/mask_ops.h"
+#include "tests/modeling/meta_arch/fixture_targets.h"
+#include "tests/support/detectron2_fixture.h"
+#include "tests/support/matched_sets.h"
+
+namespace detkit::modeling {
+namespace {
+
+using structures::Instances;
+
+struct CascadeFixture {
+  testing::Detectron2Fixture fx;
+  nlohmann::json meta;
+  CascadeFixture() {
+    fx.dir = std::string(DETKIT_SHARED_DIR) + "/fixtures/detectron2_cascade/";
+    if (fx.present()) meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
+  }
+  std::shared_ptr<GeneralizedRCNN> model() {
+    auto model = build_generalized_rcnn(fx.config());
+    auto report = checkpoint::load_state_dict(*model, fx.weights());
+    EXPECT_TRUE(report.complete()) << report.summary();
+    return model;
+  }
+  std::vector<ModelInput> batch(bool with_targets) {
+    const nlohmann::json coco = nlohmann::json::parse(std::ifstream(
+        std::string(DETKIT_SHARED_DIR) + "/data/coco_tiny/annotations/instances_val2017.json"));
+    std::vector<ModelInput> batch(2);
+    for (int i = 0; i < 2; ++i) {
+      const auto& m = meta["images"][i];
+      batch[i].image = fx.outputs().at("input_tensor_" + std::to_string(i));
+      batch[i].height = m["height"];
+      batch[i].width = m["width"];
+      if (with_targets)
+        batch[i].instances =
+            testing::fixture_targets(coco, m["image_id"], m["height"], m["width"],
+                                     batch[i].image.size(1), batch[i].image.size(2));
+    }
+    return batch;
+  }
+};
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  if (a.sizes() != b.sizes()) return 1e30;
+  return a.numel() == 0 ? 0.0 : (a - b).abs().max().item<double>();
+}
+
+#define REQUIRE_FIXTURE(f) \
+  if (!(f).fx.present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
+
+TEST(CascadeParity, StageBoxesAndOutputsMatchDetectron2) {
+  CascadeFixture f;
+  REQUIRE_FIXTURE(f);
+  auto model = f.model();
+  model->eval();
+  at::NoGradGuard no_grad;
+  auto* cascade = dynamic_cast<CascadeROIHeads*>(model->named_children()["roi_heads"].get());
+  ASSERT_NE(cascade, nullptr);
+  ASSERT_EQ(cascade->num_stages(), 3u);
+  const auto batch = f.batch(false);
+  const structures::ImageList images = model->preprocess_image(batch);
+  const FeatureMap features = model->backbone()->forward(images.tensor());
+  auto rpn =
+      std::dynamic_pointer_cast<ProposalGenerator>(model->named_children()["proposal_generator"]);
+  ASSERT_NE(rpn, nullptr);
+  std::vector<Instances> proposals = rpn->forward(images, features, nullptr).proposals;
+  const std::vector<at::Tensor> maps =
+      select_features(features, f.fx.config().get_string_list("MODEL.ROI_HEADS.IN_FEATURES"));
+  std::vector<Instances> stage_proposals = proposals;
+  for (size_t k = 0; k < 3; ++k) {
+    const std::string s = std::to_string(k);
+    for (int i = 0; i < 2; ++i) {
+      const at::Tensor want =
+          f.fx.outputs().at("stage" + s + "_proposal_boxes_" + std::to_string(i));
+      const double diff = max_abs_diff(stage_proposals[i].boxes("proposal_boxes").tensor(), want);
+      std::cout << "[ detectron2 parity ] cascade stage " << k << " image " << i << ": "
+                << want.size(0) << " boxes, max abs diff " << diff << " px\n";
+      EXPECT_LT(diff, 1e-3);
+    }
+    auto predictions = cascade->run_stage(maps, stage_proposals, k);
+    // The first 200 rows of each image's logits and deltas.
+    const auto counts = std::vector<int64_t>{stage_proposals[0].size(), stage_proposals[1].size()};
+    auto logits = predictions.first.split_with_sizes(counts);
+    auto deltas = predictions.second.split_with_sizes(counts);
+    for (int i = 0; i < 2; ++i) {
+      const std::string tag = s + "_" + std::to_string(i);
+      const at::Tensor want_logits =
+          f.fx.outputs().at("stage" + s + "_cls_logits_" + std::to_string(i));
+      const at::Tensor want_deltas =
+          f.fx.outputs().at("stage" + s + "_box_deltas_" + std::to_string(i));
+      const double dl = max_abs_diff(logits[i].narrow(0, 0, want_logits.size(0)), want_logits);
+      const double dd = max_abs_diff(deltas[i].narrow(0, 0, want_deltas.size(0)), want_deltas);
+      std::cout << "[ detectron2 parity ] cascade stage " << k << " image " << i
+                << ": logits max abs diff " << dl << ", deltas " << dd << "\n";
+      EXPECT_LT(dl, 1e-4);
+      EXPECT_LT(dd, 1e-4);
+    }
+    if (k < 2)
+      stage_proposals = cascade->proposals_from_boxes(
+          cascade->predict_boxes(predictions, stage_proposals, k), proposals);
+  }
+}
+
+TEST(CascadeParity, DetectionsAndMasksMatchDetectron2) {
+  CascadeFixture f;
+  REQUIRE_FIXTURE(f);
+  auto model = f.model();
+  model->eval();
+  at::NoGradGuard no_grad;
+  const auto batch = f.batch(false);
+  const auto results = model->inference(batch);
+  ASSERT_EQ(results.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const std::string s = std::to_string(i);
+    const Instances& r = results[i];
+    const at::Tensor want_boxes = f.fx.outputs().at("pred_boxes_" + s);
+    const auto m = testing::match_sets(
+        {r.boxes("pred_boxes").tensor(), r.tensor("scores"), r.tensor("pred_classes")},
+        {want_boxes, f.fx.outputs().at("scores_" + s), f.fx.outputs().at("pred_classes_" + s)},
+        /*box_tol=*/1e-3, /*score_tol=*/1e-4);
+    const at::Tensor masks = r.tensor("pred_masks");
+    const auto& rles = f.meta["images"][i]["pred_mask_rles"];
+    int64_t differing = 0;
+    for (int64_t k = 0; k < want_boxes.size(0); ++k) {
+      if (m.partner[k] < 0) continue;
+      auto want = mask_ops::decode(mask_ops::from_string(rles[k], batch[i].height, batch[i].width));
+      at::Tensor want_mask =
+          at::from_blob(want.data(), {batch[i].height, batch[i].width}, at::kByte).to(at::kBool);
+      differing += (masks[m.partner[k]] != want_mask).sum().item<int64_t>();
+    }
+    const double fraction = double(differing) / double(std::max<int64_t>(masks.numel(), 1));
+    std::cout << "[ detectron2 parity ] cascade image " << i << ": " << r.size()
+              << " detections vs " << want_boxes.size(0) << ": " << m.summary()
+              << "; mask pixels differing " << differing << " (" << 100 * fraction << "%)\n";
+    EXPECT_EQ(r.size(), want_boxes.size(0)) << "image " << i;
+    EXPECT_EQ(m.unexplained, 0) << "image " << i;
+    EXPECT_LT(fraction, 1e-3);
+  }
+}
+
+TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
+  CascadeFixture f;
+  REQUIRE_FIXTURE(f);
+  auto model = f.model();
+  model->train();
+  auto batch = f.batch(true);
+  for (int i = 0; i < 2; ++i) {  // the reconstructed ground truth is the one Detectron2 used
+    const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
+    EXPECT_LT(max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
+  }
+  const auto losses = model->losses(batch);
+  EXPECT_EQ(losses.size(), 9u);
+  at::Tensor total = at::zeros({});
+  for (const auto& [name, want] : f.meta["train_losses"].items()) {
+    ASSERT_TRUE(losses.count(name)) << name;
+    const double got = losses.at(name).item<double>();
+    const double rel = std::abs(got - want.get<double>()) / std::abs(want.get<double>());
+    std::cout << "[ detectron2 parity ] cascade " << name << " " << got << " vs "
+              << want.get<double>() << " (relative diff " << rel << ")\n";
+    EXPECT_LT(rel, 1e-4) << name;
+    total = total + losses.at(name);
+  }
+  total.backward();
+  auto params = model->named_parameters();
+  int checked = 0;
+  for (const auto& [key, want] : f.fx.outputs()) {
+    if (key.rfind("grad.", 0) != 0) continue;
+    const std::string name = key.substr(5);
+    ASSERT_TRUE(params.contains(name)) << name;
+    const at::Tensor grad = params[name].grad();
+    ASSERT_TRUE(grad.defined()) << name;
+    const double diff = max_abs_diff(grad, want);
+    const double scale = want.abs().max().item<double>();
+    std::cout << "[ detectron2 parity ] cascade grad " << name << ": max abs diff " << diff
+              << " (values up to " << scale << ")\n";
+    EXPECT_LT(diff, 1e-4 * scale) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
+
+}  // namespace
+}  // namespace detkit::modeling
