@@ -40,6 +40,8 @@ const std::map<std::string, std::string>& zoo_table() {
       {"COCO-InstanceSegmentation/mask_rcnn_R_101_FPN_3x", "138205316/model_final_a3ec72.pkl"},
       {"COCO-InstanceSegmentation/mask_rcnn_X_101_32x8d_FPN_3x",
        "139653917/model_final_2d9806.pkl"},
+      {"Misc/cascade_mask_rcnn_R_50_FPN_1x", "138602847/model_final_e9d89b.pkl"},
+      {"Misc/cascade_mask_rcnn_R_50_FPN_3x", "144998488/model_final_480dd8.pkl"},
       {"Detectron1-Comparisons/faster_rcnn_R_50_FPN_noaug_1x", "137781054/model_final_7ab50c.pkl"},
       {"Detectron1-Comparisons/mask_rcnn_R_50_FPN_noaug_1x", "137781281/model_final_62ca52.pkl"},
   };

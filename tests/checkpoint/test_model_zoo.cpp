@@ -80,7 +80,7 @@ TEST(ModelZoo, ConfigsMapToDetectron2sPublishedWeights) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(model_zoo_configs().size(), 12u);
+  EXPECT_EQ(model_zoo_configs().size(), 14u);
 }
 
 }  // namespace
