@@ -124,4 +124,12 @@ DETKIT_REGISTER_BACKBONE(build_retinanet_resnet_fpn_backbone, [](const config::C
       bottom_up, fpn_options_from_config(cfg).top_block("p6p7").top_block_in_feature("res5"));
 });
 
+// The same with P6/P7 from P5 (torchvision's retinanet_resnet50_fpn, FCOS).
+DETKIT_REGISTER_BACKBONE(build_retinanet_resnet_fpn_p5_backbone, [](const config::CfgNode& cfg,
+                                                                    int64_t in_channels) {
+  auto bottom_up = std::make_shared<ResNet>(resnet_options_from_config(cfg, in_channels));
+  return std::make_shared<FPN>(
+      bottom_up, fpn_options_from_config(cfg).top_block("p6p7").top_block_in_feature("p5"));
+});
+
 }  // namespace detkit::modeling
