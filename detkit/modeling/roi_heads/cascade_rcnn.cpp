@@ -163,16 +163,7 @@ ROIHeadsOutput CascadeROIHeads::forward(const structures::ImageList& /*images*/,
 
 DETKIT_REGISTER_ROI_HEADS(CascadeROIHeads, [](const config::CfgNode& cfg,
                                               const layers::ShapeSpecs& shapes) {
-  StandardROIHeadsOptions o;
-  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-  o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
-  o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
-  o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
-  o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
-  o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
-  o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
-  o.mask_on = cfg.get_bool("MODEL.MASK_ON");
-  if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+  const StandardROIHeadsOptions o = standard_roi_heads_options_from_config(cfg);
   const std::vector<double> ious = cfg.get_float_list("MODEL.ROI_BOX_CASCADE_HEAD.IOUS");
   const auto weights = cfg.get("MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS").as_float_list_list();
   if (weights.size() != ious.size())

@@ -149,6 +149,20 @@ ROIHeadsOutput StandardROIHeads::forward(const structures::ImageList& /*images*/
   return out;
 }
 
+StandardROIHeadsOptions standard_roi_heads_options_from_config(const config::CfgNode& cfg) {
+  StandardROIHeadsOptions o;
+  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
+  o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
+  o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
+  o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
+  o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
+  o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
+  o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
+  o.mask_on = cfg.get_bool("MODEL.MASK_ON");
+  if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+  return o;
+}
+
 Registry<ROIHeadsFactory>& roi_heads_registry() {
   static Registry<ROIHeadsFactory> registry("ROI heads (MODEL.ROI_HEADS.NAME)");
   return registry;
@@ -161,16 +175,7 @@ std::shared_ptr<ROIHeads> build_roi_heads(const config::CfgNode& cfg,
 
 DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg,
                                                const layers::ShapeSpecs& shapes) {
-  StandardROIHeadsOptions o;
-  o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-  o.batch_size_per_image = cfg.get_int("MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE");
-  o.positive_fraction = cfg.get_float("MODEL.ROI_HEADS.POSITIVE_FRACTION");
-  o.iou_thresholds = cfg.get_float_list("MODEL.ROI_HEADS.IOU_THRESHOLDS");
-  o.iou_labels = cfg.get_int_list("MODEL.ROI_HEADS.IOU_LABELS");
-  o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
-  o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
-  o.mask_on = cfg.get_bool("MODEL.MASK_ON");
-  if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+  const StandardROIHeadsOptions o = standard_roi_heads_options_from_config(cfg);
   FeatureLevels levels = feature_levels(shapes, o.in_features, "MODEL.ROI_HEADS.IN_FEATURES");
   ROIPooler box_pooler(pooler_options_from_config(cfg, "ROI_BOX_HEAD", levels.strides));
   const int64_t res = box_pooler.options().output_size;

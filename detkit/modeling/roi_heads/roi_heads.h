@@ -71,6 +71,10 @@ class StandardROIHeads : public ROIHeads {
   std::shared_ptr<MaskHead> mask_head_;
 };
 
+/// MODEL.ROI_HEADS.* (and MODEL.MASK_ON) as the options StandardROIHeads and CascadeROIHeads
+/// share; MODEL.KEYPOINT_ON True is an error (no keypoint head yet).
+StandardROIHeadsOptions standard_roi_heads_options_from_config(const config::CfgNode& cfg);
+
 /// The maps of `features` named by `names` (MODEL.ROI_HEADS.IN_FEATURES), in order.
 std::vector<at::Tensor> select_features(const FeatureMap& features,
                                         const std::vector<std::string>& names);

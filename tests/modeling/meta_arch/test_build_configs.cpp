@@ -7,9 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "detkit/analysis/model_analysis.h"
 #include "detkit/config/defaults.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
-#include "detkit/analysis/model_analysis.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -41,8 +41,9 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
     ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
     ++built;
     auto rows = analysis::count_parameters(*model, 0);
-    std::cout << "[ build ] " << name << ": " << analysis::with_thousands_separators(rows[0].values[0])
-              << " parameters, " << analysis::with_thousands_separators(rows[0].values[1]) << " trainable\n";
+    std::cout << "[ build ] " << name << ": "
+              << analysis::with_thousands_separators(rows[0].values[0]) << " parameters, "
+              << analysis::with_thousands_separators(rows[0].values[1]) << " trainable\n";
     auto it = detectron2.find(name);
     if (it == detectron2.end()) continue;
     ++checked;

@@ -8,8 +8,8 @@
 
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/modeling/roi_heads/cascade_rcnn.h"
-#include "detkit/structures/mask_ops.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
+#include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
 #include "tests/support/matched_sets.h"
 
@@ -49,12 +49,6 @@ struct CascadeFixture {
   }
 };
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return a.numel() == 0 ? 0.0 : (a - b).abs().max().item<double>();
-}
-
 #define REQUIRE_FIXTURE(f) \
   if (!(f).fx.present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
 
@@ -82,7 +76,8 @@ TEST(CascadeParity, StageBoxesAndOutputsMatchDetectron2) {
     for (int i = 0; i < 2; ++i) {
       const at::Tensor want =
           f.fx.outputs().at("stage" + s + "_proposal_boxes_" + std::to_string(i));
-      const double diff = max_abs_diff(stage_proposals[i].boxes("proposal_boxes").tensor(), want);
+      const double diff =
+          testing::max_abs_diff(stage_proposals[i].boxes("proposal_boxes").tensor(), want);
       std::cout << "[ detectron2 parity ] cascade stage " << k << " image " << i << ": "
                 << want.size(0) << " boxes, max abs diff " << diff << " px\n";
       EXPECT_LT(diff, 1e-3);
@@ -98,8 +93,10 @@ TEST(CascadeParity, StageBoxesAndOutputsMatchDetectron2) {
           f.fx.outputs().at("stage" + s + "_cls_logits_" + std::to_string(i));
       const at::Tensor want_deltas =
           f.fx.outputs().at("stage" + s + "_box_deltas_" + std::to_string(i));
-      const double dl = max_abs_diff(logits[i].narrow(0, 0, want_logits.size(0)), want_logits);
-      const double dd = max_abs_diff(deltas[i].narrow(0, 0, want_deltas.size(0)), want_deltas);
+      const double dl =
+          testing::max_abs_diff(logits[i].narrow(0, 0, want_logits.size(0)), want_logits);
+      const double dd =
+          testing::max_abs_diff(deltas[i].narrow(0, 0, want_deltas.size(0)), want_deltas);
       std::cout << "[ detectron2 parity ] cascade stage " << k << " image " << i
                 << ": logits max abs diff " << dl << ", deltas " << dd << "\n";
       EXPECT_LT(dl, 1e-4);
@@ -129,15 +126,8 @@ TEST(CascadeParity, DetectionsAndMasksMatchDetectron2) {
         {want_boxes, f.fx.outputs().at("scores_" + s), f.fx.outputs().at("pred_classes_" + s)},
         /*box_tol=*/1e-3, /*score_tol=*/1e-4);
     const at::Tensor masks = r.tensor("pred_masks");
-    const auto& rles = f.meta["images"][i]["pred_mask_rles"];
-    int64_t differing = 0;
-    for (int64_t k = 0; k < want_boxes.size(0); ++k) {
-      if (m.partner[k] < 0) continue;
-      auto want = mask_ops::decode(mask_ops::from_string(rles[k], batch[i].height, batch[i].width));
-      at::Tensor want_mask =
-          at::from_blob(want.data(), {batch[i].height, batch[i].width}, at::kByte).to(at::kBool);
-      differing += (masks[m.partner[k]] != want_mask).sum().item<int64_t>();
-    }
+    const int64_t differing = testing::mask_pixels_differing(
+        masks, f.meta["images"][i]["pred_mask_rles"], m.partner, batch[i].height, batch[i].width);
     const double fraction = double(differing) / double(std::max<int64_t>(masks.numel(), 1));
     std::cout << "[ detectron2 parity ] cascade image " << i << ": " << r.size()
               << " detections vs " << want_boxes.size(0) << ": " << m.summary()
@@ -156,37 +146,12 @@ TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
   auto batch = f.batch(true);
   for (int i = 0; i < 2; ++i) {  // the reconstructed ground truth is the one Detectron2 used
     const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
-    EXPECT_LT(max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
+    EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
   }
   const auto losses = model->losses(batch);
   EXPECT_EQ(losses.size(), 9u);
-  at::Tensor total = at::zeros({});
-  for (const auto& [name, want] : f.meta["train_losses"].items()) {
-    ASSERT_TRUE(losses.count(name)) << name;
-    const double got = losses.at(name).item<double>();
-    const double rel = std::abs(got - want.get<double>()) / std::abs(want.get<double>());
-    std::cout << "[ detectron2 parity ] cascade " << name << " " << got << " vs "
-              << want.get<double>() << " (relative diff " << rel << ")\n";
-    EXPECT_LT(rel, 1e-4) << name;
-    total = total + losses.at(name);
-  }
-  total.backward();
-  auto params = model->named_parameters();
-  int checked = 0;
-  for (const auto& [key, want] : f.fx.outputs()) {
-    if (key.rfind("grad.", 0) != 0) continue;
-    const std::string name = key.substr(5);
-    ASSERT_TRUE(params.contains(name)) << name;
-    const at::Tensor grad = params[name].grad();
-    ASSERT_TRUE(grad.defined()) << name;
-    const double diff = max_abs_diff(grad, want);
-    const double scale = want.abs().max().item<double>();
-    std::cout << "[ detectron2 parity ] cascade grad " << name << ": max abs diff " << diff
-              << " (values up to " << scale << ")\n";
-    EXPECT_LT(diff, 1e-4 * scale) << name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 8);
+  testing::expect_losses_match(losses, f.meta["train_losses"], "cascade").backward();
+  EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "cascade"), 8);
 }
 
 }  // namespace

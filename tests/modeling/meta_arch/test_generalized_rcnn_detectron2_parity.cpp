@@ -7,6 +7,7 @@
 
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/structures/mask_ops.h"
+#include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
 #include "tests/support/matched_sets.h"
 
@@ -44,16 +45,10 @@ TEST(GeneralizedRCNNParity, InferenceMatchesDetectron2) {
     EXPECT_EQ(r.size(), want_boxes.size(0)) << "image " << i;
     // Masks of matched pairs: fraction of differing pixels over all detections of the image.
     at::Tensor masks = r.tensor("pred_masks");
-    int64_t differing = 0;
     const auto& rles = meta["images"][i]["pred_mask_rles"];
     ASSERT_EQ(static_cast<int64_t>(rles.size()), want_boxes.size(0));
-    for (int64_t k = 0; k < want_boxes.size(0); ++k) {
-      if (m.partner[k] < 0) continue;
-      auto want = mask_ops::decode(mask_ops::from_string(rles[k], batch[i].height, batch[i].width));
-      at::Tensor want_mask =
-          at::from_blob(want.data(), {batch[i].height, batch[i].width}, at::kByte).to(at::kBool);
-      differing += (masks[m.partner[k]] != want_mask).sum().item<int64_t>();
-    }
+    const int64_t differing =
+        testing::mask_pixels_differing(masks, rles, m.partner, batch[i].height, batch[i].width);
     double mask_fraction = double(differing) / double(std::max<int64_t>(masks.numel(), 1));
     std::cout << "[ detectron2 parity ] image " << i << ": " << r.size() << " detections vs "
               << want_boxes.size(0) << ": " << m.summary() << "; mask pixels differing "

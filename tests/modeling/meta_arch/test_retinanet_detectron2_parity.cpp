@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detkit/modeling/meta_arch/retinanet.h"
+#include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
 #include "tests/support/matched_sets.h"
 
@@ -49,12 +50,6 @@ struct RetinaNetFixture {
   }
 };
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return a.numel() == 0 ? 0.0 : (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
 #define REQUIRE_FIXTURE(f) \
   if (!(f).present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
 
@@ -72,7 +67,8 @@ TEST(RetinaNetParity, FeaturesAnchorsAndHeadOutputsMatchDetectron2) {
   const std::vector<at::Tensor> features = model->head_features(all);
   const std::vector<std::string> levels = {"p3", "p4", "p5", "p6", "p7"};
   for (size_t l = 0; l < levels.size(); ++l) {
-    const double diff = max_abs_diff(features[l], f.fx.outputs().at("features_" + levels[l]));
+    const double diff =
+        testing::max_abs_diff(features[l], f.fx.outputs().at("features_" + levels[l]));
     std::cout << "[ detectron2 parity ] retinanet " << levels[l] << " " << features[l].sizes()
               << " max abs diff " << diff << "\n";
     EXPECT_LT(diff, 1e-4) << levels[l];
@@ -83,11 +79,12 @@ TEST(RetinaNetParity, FeaturesAnchorsAndHeadOutputsMatchDetectron2) {
   ASSERT_NE(generator, nullptr);
   for (size_t l = 0; l < levels.size(); ++l) {
     EXPECT_EQ(anchors[l].size(), counts[l].item<int64_t>()) << levels[l];
-    const double diff =
-        max_abs_diff(generator->cell_anchors()[l], f.fx.outputs().at("cell_anchors_" + levels[l]));
+    const double diff = testing::max_abs_diff(generator->cell_anchors()[l],
+                                              f.fx.outputs().at("cell_anchors_" + levels[l]));
     EXPECT_LT(diff, 1e-5) << levels[l];
   }
-  const double anchor_diff = max_abs_diff(anchors[4].tensor(), f.fx.outputs().at("anchors_p7"));
+  const double anchor_diff =
+      testing::max_abs_diff(anchors[4].tensor(), f.fx.outputs().at("anchors_p7"));
   std::cout << "[ detectron2 parity ] retinanet anchors p7 max abs diff " << anchor_diff << "\n";
   EXPECT_LT(anchor_diff, 1e-4);
   // Raw head outputs (N, A * K, H, W) and (N, A * 4, H, W) on P5 and P7.
@@ -103,8 +100,10 @@ TEST(RetinaNetParity, FeaturesAnchorsAndHeadOutputsMatchDetectron2) {
           .permute({0, 3, 4, 1, 2})
           .reshape({x.size(0), -1, c});
     };
-    const double logit_diff = max_abs_diff(predictions.logits[j], transpose(want_logits, 80));
-    const double delta_diff = max_abs_diff(predictions.deltas[j], transpose(want_deltas, 4));
+    const double logit_diff =
+        testing::max_abs_diff(predictions.logits[j], transpose(want_logits, 80));
+    const double delta_diff =
+        testing::max_abs_diff(predictions.deltas[j], transpose(want_deltas, 4));
     std::cout << "[ detectron2 parity ] retinanet head " << level << ": logits max abs diff "
               << logit_diff << ", deltas " << delta_diff << "\n";
     EXPECT_LT(logit_diff, 1e-4);
@@ -147,33 +146,8 @@ TEST(RetinaNetParity, TrainingLossesAndGradientsMatchDetectron2) {
   const auto losses = model->losses(f.batch(true));
   EXPECT_DOUBLE_EQ(model->loss_normalizer(), meta["loss_normalizer"].get<double>());
   ASSERT_EQ(losses.size(), 2u);
-  at::Tensor total = at::zeros({});
-  for (const auto& [name, want] : meta["train_losses"].items()) {
-    ASSERT_TRUE(losses.count(name)) << name;
-    const double got = losses.at(name).item<double>();
-    const double rel = std::abs(got - want.get<double>()) / std::abs(want.get<double>());
-    std::cout << "[ detectron2 parity ] retinanet " << name << " " << got << " vs "
-              << want.get<double>() << " (relative diff " << rel << ")\n";
-    EXPECT_LT(rel, 1e-4) << name;
-    total = total + losses.at(name);
-  }
-  total.backward();
-  auto params = model->named_parameters();
-  int checked = 0;
-  for (const auto& [key, want] : f.fx.outputs()) {
-    if (key.rfind("grad.", 0) != 0) continue;
-    const std::string name = key.substr(5);
-    ASSERT_TRUE(params.contains(name)) << name;
-    const at::Tensor grad = params[name].grad();
-    ASSERT_TRUE(grad.defined()) << name;
-    const double diff = max_abs_diff(grad, want);
-    const double scale = want.abs().max().item<double>();
-    std::cout << "[ detectron2 parity ] retinanet grad " << name << ": max abs diff " << diff
-              << " (values up to " << scale << ")\n";
-    EXPECT_LT(diff, 1e-4 * scale) << name;
-    ++checked;
-  }
-  EXPECT_EQ(checked, 8);
+  testing::expect_losses_match(losses, meta["train_losses"], "retinanet").backward();
+  EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "retinanet"), 8);
   for (const auto& p : model->parameters())
     if (p.requires_grad()) EXPECT_TRUE(p.grad().defined());  // every parameter, every step
 }

@@ -36,8 +36,9 @@ TEST(GeneralizedRCNNParity, TrainingLossesAndGradientsMatchDetectron2) {
     const auto& got = batch[i].instances->boxes("gt_boxes").tensor();
     ASSERT_EQ(got.sizes(), want.sizes());
     EXPECT_LT((got - want).abs().max().item<double>(), 1e-4);
-    EXPECT_TRUE(batch[i].instances->tensor("gt_classes").equal(
-        fx.outputs().at("train_gt_classes_" + std::to_string(i))));
+    EXPECT_TRUE(batch[i]
+                    .instances->tensor("gt_classes")
+                    .equal(fx.outputs().at("train_gt_classes_" + std::to_string(i))));
   }
   auto losses = model->losses(batch);
   at::Tensor total = at::zeros({});

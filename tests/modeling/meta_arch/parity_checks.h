@@ -1,0 +1,83 @@
+#pragma once
+// The checks every model's Detectron2 parity test makes: training losses against the fixture's
+// outputs.json "train_losses", gradients against its outputs.pth "grad.<name>" tensors (each
+// printed with the difference seen), and pasted masks against its RLE strings.
+#include <gtest/gtest.h>
+#include <torch/nn/module.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "detkit/checkpoint/state_dict.h"
+#include "detkit/structures/mask_ops.h"
+#include "detkit/structures/model_io.h"
+
+namespace detkit::testing {
+
+/// Largest |a - b| (0 for empty tensors); a shape mismatch fails the test and returns 1e30.
+inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  if (a.sizes() != b.sizes()) return 1e30;
+  return a.numel() == 0 ? 0.0 : (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+/// Expects every loss of `want` (name -> value) within 1e-4 relative; returns their sum.
+inline at::Tensor expect_losses_match(const structures::LossDict& losses,
+                                      const nlohmann::json& want, const std::string& label) {
+  at::Tensor total = at::zeros({});
+  for (const auto& [name, value] : want.items()) {
+    if (!losses.count(name)) {
+      ADD_FAILURE() << label << ": no loss " << name;
+      continue;
+    }
+    const double got = losses.at(name).item<double>();
+    const double rel = std::abs(got - value.get<double>()) / std::abs(value.get<double>());
+    std::cout << "[ detectron2 parity ] " << label << " " << name << " " << got << " vs "
+              << value.get<double>() << " (relative diff " << rel << ")\n";
+    EXPECT_LT(rel, 1e-4) << label << " " << name;
+    total = total + losses.at(name);
+  }
+  return total;
+}
+
+/// Expects each "grad.<name>" of `outputs` within 1e-4 of its largest value; returns how many.
+inline int expect_gradients_match(const torch::nn::Module& model,
+                                  const checkpoint::TensorDict& outputs, const std::string& label) {
+  const auto params = model.named_parameters();
+  int checked = 0;
+  for (const auto& [key, want] : outputs) {
+    if (key.rfind("grad.", 0) != 0) continue;
+    const std::string name = key.substr(5);
+    const at::Tensor* param = params.find(name);
+    if (param == nullptr || !param->grad().defined()) {
+      ADD_FAILURE() << label << ": no gradient for " << name;
+      continue;
+    }
+    const double diff = (param->grad() - want).abs().max().item<double>();
+    const double scale = want.abs().max().item<double>();
+    std::cout << "[ detectron2 parity ] " << label << " grad " << name << ": max abs diff " << diff
+              << " (values up to " << scale << ")\n";
+    EXPECT_LT(diff, 1e-4 * scale) << label << " " << name;
+    ++checked;
+  }
+  return checked;
+}
+
+/// Pixels where masks[partner[k]] (R, H, W) bool differs from the k-th RLE of `rles`, over the
+/// matched detections (partner[k] >= 0).
+inline int64_t mask_pixels_differing(const at::Tensor& masks, const nlohmann::json& rles,
+                                     const std::vector<int64_t>& partner, int64_t height,
+                                     int64_t width) {
+  int64_t differing = 0;
+  for (size_t k = 0; k < partner.size() && k < rles.size(); ++k) {
+    if (partner[k] < 0) continue;
+    auto want = mask_ops::decode(mask_ops::from_string(rles[k], height, width));
+    const at::Tensor want_mask =
+        at::from_blob(want.data(), {height, width}, at::kByte).to(at::kBool);
+    differing += (masks[partner[k]] != want_mask).sum().item<int64_t>();
+  }
+  return differing;
+}
+
+}  // namespace detkit::testing
