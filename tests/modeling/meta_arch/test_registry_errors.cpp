@@ -25,10 +25,12 @@ struct Case {
 
 TEST(RegistryErrors, UnknownNamesListTheRegisteredOnes) {
   const std::vector<Case> cases = {
-      {"MODEL.META_ARCHITECTURE", "GeneralizedRCNN"},
-      {"MODEL.BACKBONE.NAME", "build_resnet_backbone, build_resnet_fpn_backbone"},
+      {"MODEL.META_ARCHITECTURE", "GeneralizedRCNN, RetinaNet"},
+      {"MODEL.BACKBONE.NAME",
+       "build_resnet_backbone, build_resnet_fpn_backbone, build_retinanet_resnet_fpn_backbone, "
+       "build_retinanet_resnet_fpn_p5_backbone"},
       {"MODEL.PROPOSAL_GENERATOR.NAME", "RPN"},
-      {"MODEL.ROI_HEADS.NAME", "StandardROIHeads"},
+      {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads, StandardROIHeads"},
       {"MODEL.ROI_BOX_HEAD.NAME", "FastRCNNConvFCHead"},
       {"MODEL.ROI_MASK_HEAD.NAME", "MaskRCNNConvUpsampleHead"},
   };
