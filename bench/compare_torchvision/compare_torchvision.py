@@ -65,7 +65,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--models", default="mask,faster")
+    parser.add_argument("--models", default="mask,faster,retinanet")
     parser.add_argument("--tasks", default="train,eval,data")
     parser.add_argument("--train", default="10:3:10", help="ITERS:A:B for training")
     parser.add_argument("--eval", default="40:8:40", help="ITERS:A:B for inference (images)")
