@@ -12,6 +12,7 @@
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/structures/mask_ops.h"
 #include "detkit/structures/model_io.h"
+#include "tests/support/matched_sets.h"
 
 namespace detkit::testing {
 
@@ -62,6 +63,17 @@ inline int expect_gradients_match(const torch::nn::Module& model,
     ++checked;
   }
   return checked;
+}
+
+/// One image's detections matched as sets (1e-3 px boxes, 1e-4 scores, same class) against the
+/// fixture's pred_boxes_<image>, scores_<image>, pred_classes_<image>.
+inline SetMatch match_fixture_detections(const structures::Instances& r,
+                                         const checkpoint::TensorDict& outputs, int image) {
+  const std::string s = std::to_string(image);
+  return match_sets(
+      {r.boxes("pred_boxes").tensor(), r.tensor("scores"), r.tensor("pred_classes")},
+      {outputs.at("pred_boxes_" + s), outputs.at("scores_" + s), outputs.at("pred_classes_" + s)},
+      /*box_tol=*/1e-3, /*score_tol=*/1e-4);
 }
 
 /// Pixels where masks[partner[k]] (R, H, W) bool differs from the k-th RLE of `rles`, over the

@@ -11,7 +11,6 @@
 #include "tests/modeling/meta_arch/fixture_targets.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
-#include "tests/support/matched_sets.h"
 
 namespace detkit::modeling {
 namespace {
@@ -121,10 +120,7 @@ TEST(CascadeParity, DetectionsAndMasksMatchDetectron2) {
     const std::string s = std::to_string(i);
     const Instances& r = results[i];
     const at::Tensor want_boxes = f.fx.outputs().at("pred_boxes_" + s);
-    const auto m = testing::match_sets(
-        {r.boxes("pred_boxes").tensor(), r.tensor("scores"), r.tensor("pred_classes")},
-        {want_boxes, f.fx.outputs().at("scores_" + s), f.fx.outputs().at("pred_classes_" + s)},
-        /*box_tol=*/1e-3, /*score_tol=*/1e-4);
+    const auto m = testing::match_fixture_detections(r, f.fx.outputs(), i);
     const at::Tensor masks = r.tensor("pred_masks");
     const int64_t differing = testing::mask_pixels_differing(
         masks, f.meta["images"][i]["pred_mask_rles"], m.partner, batch[i].height, batch[i].width);

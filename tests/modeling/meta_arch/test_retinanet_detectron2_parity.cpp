@@ -9,7 +9,6 @@
 #include "detkit/modeling/meta_arch/retinanet.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
-#include "tests/support/matched_sets.h"
 
 namespace detkit::modeling {
 namespace {
@@ -124,10 +123,7 @@ TEST(RetinaNetParity, DetectionsMatchDetectron2) {
     const std::string s = std::to_string(i);
     const Instances& r = results[i];
     const at::Tensor want_boxes = f.fx.outputs().at("pred_boxes_" + s);
-    const auto m = testing::match_sets(
-        {r.boxes("pred_boxes").tensor(), r.tensor("scores"), r.tensor("pred_classes")},
-        {want_boxes, f.fx.outputs().at("scores_" + s), f.fx.outputs().at("pred_classes_" + s)},
-        /*box_tol=*/1e-3, /*score_tol=*/1e-4);
+    const auto m = testing::match_fixture_detections(r, f.fx.outputs(), i);
     std::cout << "[ detectron2 parity ] retinanet image " << i << ": " << r.size()
               << " detections vs " << want_boxes.size(0) << ": " << m.summary() << "\n";
     EXPECT_EQ(r.size(), want_boxes.size(0)) << "image " << i;
