@@ -23,6 +23,19 @@ inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return a.numel() == 0 ? 0.0 : (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
+/// For each row of `reference` (R, C), the index of the row of `ours` nearest to it (largest
+/// absolute column difference); rows in another order — near-tied scores swapped on another CPU
+/// — still pair up. Fails the test for a reference row with no row of ours within `tol`.
+inline at::Tensor nearest_rows(const at::Tensor& ours, const at::Tensor& reference, double tol) {
+  EXPECT_EQ(ours.size(0), reference.size(0));
+  const at::Tensor distance =
+      (reference.unsqueeze(1) - ours.unsqueeze(0)).abs().amax(-1);  // (R_ref, R_ours)
+  const auto [nearest, index] = distance.min(1);
+  const int64_t far = (nearest > tol).sum().item<int64_t>();
+  EXPECT_EQ(far, 0) << far << " reference rows have no row of ours within " << tol;
+  return index;
+}
+
 /// Expects every loss of `want` (name -> value) within 1e-4 relative; returns their sum.
 inline at::Tensor expect_losses_match(const structures::LossDict& losses,
                                       const nlohmann::json& want, const std::string& label) {

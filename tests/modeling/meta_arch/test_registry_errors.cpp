@@ -51,4 +51,39 @@ TEST(RegistryErrors, CloseNamesAreSuggested) {
 }
 
 }  // namespace
+// RetinaNet's and CascadeROIHeads' settings detkit does not support are named by their key.
+TEST(RegistryErrors, RetinaNetAndCascadeNameTheirBadSettings) {
+  const std::vector<std::string> retinanet = {"MODEL.META_ARCHITECTURE", "RetinaNet",
+                                              "MODEL.BACKBONE.NAME",
+                                              "build_retinanet_resnet_fpn_backbone"};
+  const std::vector<std::string> cascade = {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
+                                            "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"MODEL.RETINANET.BBOX_REG_LOSS_TYPE", "diou"},
+       "MODEL.RETINANET.BBOX_REG_LOSS_TYPE 'diou' is not supported"},
+      {{"MODEL.RETINANET.NORM", "GN"}, "MODEL.RETINANET.NORM 'GN' is not supported yet"},
+      {{"MODEL.RETINANET.PRIOR_PROB", "1.5"}, "MODEL.RETINANET.PRIOR_PROB must be in (0, 1)"},
+      {{"MODEL.RETINANET.IN_FEATURES", "['p3', 'p9']"},
+       "MODEL.RETINANET.IN_FEATURES: the backbone has no feature 'p9'"},
+      {{"MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "False"},
+       "CascadeROIHeads needs MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG True"},
+      {{"MODEL.ROI_BOX_CASCADE_HEAD.IOUS", "[0.5, 0.6]"},
+       "MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS has 3 entries for 2 stages"},
+      {{"MODEL.ROI_BOX_CASCADE_HEAD.IOUS", "[0.4, 0.6, 0.7]"},
+       "MODEL.ROI_BOX_CASCADE_HEAD.IOUS[0] must equal MODEL.ROI_HEADS.IOU_THRESHOLDS[0]"},
+  };
+  for (const auto& [setting, expected] : cases) {
+    std::vector<std::string> overrides =
+        setting[0].rfind("MODEL.RETINANET.", 0) == 0 ? retinanet : cascade;
+    overrides.insert(overrides.end(), setting.begin(), setting.end());
+    std::string message = "no error";
+    try {
+      build_model(testing::small_config(overrides));
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n got: " << message;
+  }
+}
+
 }  // namespace detkit::modeling
