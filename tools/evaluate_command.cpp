@@ -1,5 +1,6 @@
-// detkit evaluate --gt instances.json --results results.json --iou-type bbox|segm [--json]:
-// COCO metrics identical to pycocotools' COCOeval with default parameters.
+// detkit evaluate --gt instances.json --results results.json --iou-type bbox|segm|keypoints
+// [--json]: COCO metrics identical to pycocotools' COCOeval with default parameters (keypoints:
+// OKS with COCO's 17 person-keypoint sigmas).
 #include <iostream>
 #include <memory>
 
@@ -19,10 +20,11 @@ CommandRunner add_evaluate_command(CLI::App& app) {
       "evaluate", "COCO AP/AR of a results file against ground truth (as pycocotools' COCOeval)");
   cmd->add_option("--gt", o->gt, "ground-truth COCO instances JSON")->required();
   cmd->add_option("--results", o->results, "COCO results JSON: a list of detections")->required();
-  cmd->add_option("--iou-type", o->iou_type, "bbox or segm")
-      ->check(CLI::IsMember({"bbox", "segm"}));
+  cmd->add_option("--iou-type", o->iou_type, "bbox, segm or keypoints (OKS, COCO's sigmas)")
+      ->check(CLI::IsMember({"bbox", "segm", "keypoints"}));
   cmd->add_flag("--json", o->json,
-                "print {\"stats\": [12 numbers], \"per_category_ap\": {id: AP}} instead of tables");
+                "print {\"stats\": [12 numbers, 10 for keypoints], \"per_category_ap\": {id: AP}} "
+                "instead of tables");
   cmd->footer(
       "Example: detkit evaluate --gt datasets/coco/annotations/instances_val2017.json "
       "--results output/inference/coco_instances_results.json --iou-type segm\n");

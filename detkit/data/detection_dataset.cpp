@@ -67,15 +67,24 @@ std::vector<std::vector<int>> DetectionDataset::image_categories() const {
   return out;
 }
 
-DetectionDataset get_detection_dataset(const std::vector<std::string>& names, bool filter_empty) {
+DetectionDataset get_detection_dataset(const std::vector<std::string>& names,
+                                       const CocoLoadOptions& options) {
   if (names.empty()) throw Error("no dataset named (DATASETS.TRAIN / DATASETS.TEST is empty)");
   std::vector<std::shared_ptr<const CocoDataset>> parts;
-  CocoLoadOptions options;
-  options.filter_empty_annotations = filter_empty;
   for (const auto& name : names) {
     parts.push_back(std::make_shared<const CocoDataset>(load_dataset(name, options)));
   }
   return DetectionDataset(std::move(parts), names);
+}
+
+CocoLoadOptions train_load_options_from_config(const config::CfgNode& cfg) {
+  CocoLoadOptions options;
+  options.filter_empty_annotations = cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS");
+  if (cfg.get_bool("MODEL.KEYPOINT_ON")) {
+    options.min_keypoints_per_image =
+        static_cast<int>(cfg.get_int("MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE"));
+  }
+  return options;
 }
 
 }  // namespace detkit::data

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "detkit/config/cfg_node.h"
 #include "detkit/data/coco/coco.h"
 #include "detkit/data/coco/coco_dataset.h"
 
@@ -41,9 +42,13 @@ class DetectionDataset {
   std::vector<Location> locations_;
 };
 
-/// Loads each name through the global catalog (load_dataset) and concatenates them; with
-/// `filter_empty`, images without a non-crowd annotation are dropped (training's
-/// DATALOADER.FILTER_EMPTY_ANNOTATIONS). An error when `names` is empty.
-DetectionDataset get_detection_dataset(const std::vector<std::string>& names, bool filter_empty);
+/// Loads each name through the global catalog (load_dataset) and concatenates them, filtered as
+/// `options` say (training: DATALOADER.FILTER_EMPTY_ANNOTATIONS and, with MODEL.KEYPOINT_ON,
+/// MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE). An error when `names` is empty.
+DetectionDataset get_detection_dataset(const std::vector<std::string>& names,
+                                       const CocoLoadOptions& options = {});
+
+/// Training's load options from the config (the filters above).
+CocoLoadOptions train_load_options_from_config(const config::CfgNode& cfg);
 
 }  // namespace detkit::data

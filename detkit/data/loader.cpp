@@ -81,9 +81,10 @@ uint64_t TrainLoader::fast_forward() {
   waiting.insert(waiting.end(), buckets[1].begin(), buckets[1].end());
   std::sort(waiting.begin(), waiting.end());
   for (const auto& [p, index] : waiting) grouper_->add(map_sample(p, index));
-  spdlog::info("Data loader: starting at batch {}: {} samples drawn and not decoded, apart from "
-               "the {} that belong to later batches",
-               options_.start_batch, position, waiting.size());
+  spdlog::info(
+      "Data loader: starting at batch {}: {} samples drawn and not decoded, apart from "
+      "the {} that belong to later batches",
+      options_.start_batch, position, waiting.size());
   return position;
 }
 
@@ -165,7 +166,7 @@ std::unique_ptr<TrainLoader> build_detection_train_loader(const config::CfgNode&
   TrainLoaderOptions options = train_loader_options_from_config(cfg, rank, world_size, seed);
   options.start_batch = start_batch;
   auto dataset = std::make_shared<const DetectionDataset>(get_detection_dataset(
-      cfg.get_string_list("DATASETS.TRAIN"), cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS")));
+      cfg.get_string_list("DATASETS.TRAIN"), train_load_options_from_config(cfg)));
   return std::make_unique<TrainLoader>(
       std::move(dataset), DatasetMapper(dataset_mapper_options_from_config(cfg, true)), options);
 }
@@ -173,8 +174,7 @@ std::unique_ptr<TrainLoader> build_detection_train_loader(const config::CfgNode&
 std::unique_ptr<TestLoader> build_detection_test_loader(const config::CfgNode& cfg,
                                                         const std::string& dataset_name, int rank,
                                                         int world_size) {
-  auto dataset =
-      std::make_shared<const DetectionDataset>(get_detection_dataset({dataset_name}, false));
+  auto dataset = std::make_shared<const DetectionDataset>(get_detection_dataset({dataset_name}));
   return std::make_unique<TestLoader>(
       std::move(dataset), DatasetMapper(dataset_mapper_options_from_config(cfg, false)),
       static_cast<int>(cfg.get_int("DATALOADER.NUM_WORKERS")), rank, world_size);

@@ -37,8 +37,7 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   const std::string how = distributed::communicator().description();
   spdlog::info("Rank {} of {} (local rank {} of {}){}, {} threads", rank,
                distributed::get_world_size(), distributed::get_local_rank(),
-               distributed::get_local_size(), how.empty() ? "" : ", " + how,
-               at::get_num_threads());
+               distributed::get_local_size(), how.empty() ? "" : ", " + how, at::get_num_threads());
   if (distributed::is_main_process()) {
     atomic_write(out + "/config.yaml", cfg.dump());
     spdlog::info("Full config saved to {}/config.yaml", out);
@@ -46,7 +45,8 @@ uint64_t default_setup(const config::CfgNode& cfg) {
   int64_t seed = cfg.get_int("SEED");
   if (seed < 0) {
     // One random seed for the whole job (Detectron2's shared_random_seed): rank 0's.
-    std::vector<at::Tensor> shared = {at::tensor({static_cast<int64_t>(std::random_device{}() & 0x7fffffff)})};
+    std::vector<at::Tensor> shared = {
+        at::tensor({static_cast<int64_t>(std::random_device{}() & 0x7fffffff)})};
     distributed::communicator().broadcast(shared, 0);
     seed = shared[0].item<int64_t>();
     spdlog::info("SEED is negative: using seed {}", seed);
@@ -91,9 +91,11 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     if (names.size() > 1) out += "/" + name;
     std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
     if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
+    if (cfg.get_bool("MODEL.KEYPOINT_ON")) tasks.push_back(evaluation::IouType::Keypoints);
     const auto& parts = loader->dataset().parts();
     if (parts.size() != 1) throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
-    evaluation::COCOEvaluator evaluator(parts.front(), tasks, out);
+    evaluation::COCOEvaluator evaluator(parts.front(), tasks, out,
+                                        cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS"));
     spdlog::info("Evaluating {}", name);
     all[name] = evaluation::inference_on_dataset(model, *loader, evaluator);
   }
@@ -117,8 +119,7 @@ void DefaultTrainer::resume_or_load(bool resume) {
   start_iter_ = 0;
   if (!loaded.resumed) return;
   const auto& state = loaded.state;
-  if (state.count("optimizer"))
-    optimizer_->load_state(state.at("optimizer"));
+  if (state.count("optimizer")) optimizer_->load_state(state.at("optimizer"));
   if (state.count("scheduler"))
     scheduler_->load_state_dict(solver::scheduler_state_from_ivalue(state.at("scheduler")));
   start_iter_ = loaded.iteration() + 1;
@@ -126,10 +127,11 @@ void DefaultTrainer::resume_or_load(bool resume) {
   const int world = distributed::get_world_size();
   if (state.count("world_size") && state.at("world_size").isInt() &&
       state.at("world_size").toInt() != world)
-    spdlog::warn("{} was written by a job of {} ranks and resumes on {}: the training sampler is "
-                 "re-sharded over {} ranks, so from iteration {} the batches differ from those "
-                 "of an uninterrupted run (model, optimizer and schedule continue exactly)",
-                 loaded.path, state.at("world_size").toInt(), world, world, start_iter_);
+    spdlog::warn(
+        "{} was written by a job of {} ranks and resumes on {}: the training sampler is "
+        "re-sharded over {} ranks, so from iteration {} the batches differ from those "
+        "of an uninterrupted run (model, optimizer and schedule continue exactly)",
+        loaded.path, state.at("world_size").toInt(), world, world, start_iter_);
 }
 
 void DefaultTrainer::train() {
@@ -146,8 +148,9 @@ void DefaultTrainer::train() {
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
   if (!cfg_.get_string_list("DATASETS.TEST").empty())
-    trainer_->register_hook(std::make_shared<EvalHook>(
-        cfg_.get_int("TEST.EVAL_PERIOD"), [this](Trainer& t) { results_ = test(cfg_, t.model()); }));
+    trainer_->register_hook(
+        std::make_shared<EvalHook>(cfg_.get_int("TEST.EVAL_PERIOD"),
+                                   [this](Trainer& t) { results_ = test(cfg_, t.model()); }));
   if (distributed::is_main_process())  // the job's metrics and console lines come from rank 0
     trainer_->register_hook(
         std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));

@@ -18,6 +18,16 @@ std::vector<double> linspace(double start, double stop, int num) {
   return out;
 }
 
+EvalParams default_eval_params(IouType iou_type) {
+  EvalParams params;
+  if (iou_type == IouType::Keypoints) {
+    params.max_dets = {20};
+    params.area_ranges = {{0, 1e10}, {32 * 32, 96 * 96}, {96 * 96, 1e10}};
+    params.area_labels = {"all", "medium", "large"};
+  }
+  return params;
+}
+
 struct COCOeval::Pair {
   std::vector<int64_t> gt;   // indices into gts_, in file order
   std::vector<int64_t> dt;   // indices into dts_, stable-sorted by score, cut at max_dets.back()
@@ -39,11 +49,25 @@ COCOeval::COCOeval(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
   if (params_.max_dets.empty()) throw Error("COCOeval: max_dets must not be empty");
   if (params_.area_ranges.size() != params_.area_labels.size())
     throw Error("COCOeval: area_ranges and area_labels differ in length");
+  if (iou_type_ == IouType::Keypoints) {
+    const size_t values = 3 * params_.kpt_oks_sigmas.size();
+    auto check = [&](const std::vector<EvalObject>& objects, const char* what) {
+      for (const EvalObject& o : objects) {
+        if (o.keypoints.size() != values)
+          throw Error("COCOeval: " + std::string(what) + " " + std::to_string(o.id) + " of image " +
+                      std::to_string(o.image_id) + " has " + std::to_string(o.keypoints.size()) +
+                      " keypoint values; the " + std::to_string(params_.kpt_oks_sigmas.size()) +
+                      " OKS sigmas need " + std::to_string(values));
+      }
+    };
+    check(gts_, "ground-truth annotation");
+    check(dts_, "detection");
+  }
   auto wanted = [&](const EvalObject& o) {
     bool image = std::binary_search(params_.image_ids.begin(), params_.image_ids.end(), o.image_id);
-    bool category = !params_.use_cats || std::binary_search(params_.category_ids.begin(),
-                                                            params_.category_ids.end(),
-                                                            o.category_id);
+    bool category =
+        !params_.use_cats ||
+        std::binary_search(params_.category_ids.begin(), params_.category_ids.end(), o.category_id);
     return image && category;
   };
   for (size_t i = 0; i < gts_.size(); ++i)
@@ -74,7 +98,13 @@ COCOeval::Pair COCOeval::gather(int64_t image_id, int64_t category_id) const {
   if (pair.gt.empty() || pair.dt.empty()) return pair;
   std::vector<bool> crowd;
   for (int64_t g : pair.gt) crowd.push_back(gts_[g].iscrowd);
-  if (iou_type_ == IouType::Segm) {
+  if (iou_type_ == IouType::Keypoints) {
+    std::vector<const std::vector<double>*> d;
+    std::vector<OksGroundTruth> g;
+    for (int64_t i : pair.dt) d.push_back(&dts_[i].keypoints);
+    for (int64_t i : pair.gt) g.push_back({&gts_[i].keypoints, gts_[i].bbox, gts_[i].area});
+    pair.ious = keypoint_oks(d, g, params_.kpt_oks_sigmas);
+  } else if (iou_type_ == IouType::Segm) {
     std::vector<mask_ops::RLE> d, g;
     for (int64_t i : pair.dt) d.push_back(dts_[i].rle);
     for (int64_t i : pair.gt) g.push_back(gts_[i].rle);
@@ -95,7 +125,8 @@ COCOeval::ImageEval COCOeval::evaluate_image(const Pair& pair,
   std::vector<uint8_t> ignore_of(pair.gt.size());
   for (size_t j = 0; j < pair.gt.size(); ++j) {
     const auto& g = gts_[pair.gt[j]];
-    ignore_of[j] = g.iscrowd || outside(g.area);
+    const bool unlabelled = iou_type_ == IouType::Keypoints && g.num_keypoints == 0;
+    ignore_of[j] = g.iscrowd || unlabelled || outside(g.area);
   }
   std::vector<size_t> gt_order(pair.gt.size());
   std::iota(gt_order.begin(), gt_order.end(), 0);
@@ -224,12 +255,13 @@ void COCOeval::accumulate() {
           for (size_t j = nd; j-- > 1;)
             if (pr[j] > pr[j - 1]) pr[j - 1] = pr[j];
           for (size_t r = 0; r < R; ++r) {
-            size_t pos = std::lower_bound(rc.begin(), rc.end(), params_.recall_thresholds[r]) -
-                         rc.begin();
+            size_t pos =
+                std::lower_bound(rc.begin(), rc.end(), params_.recall_thresholds[r]) - rc.begin();
             // pycocotools stops filling at the first threshold past the last recall: zeros.
             precision_[precision_index(t, r, k, a, m)] = pos < nd ? pr[pos] : 0.0;
             if (pos >= nd)
-              for (size_t r2 = r + 1; r2 < R; ++r2) precision_[precision_index(t, r2, k, a, m)] = 0.0;
+              for (size_t r2 = r + 1; r2 < R; ++r2)
+                precision_[precision_index(t, r2, k, a, m)] = 0.0;
             if (pos >= nd) break;
           }
         }
@@ -270,46 +302,57 @@ double COCOeval::summarize_one(bool ap, std::optional<double> iou_threshold,
   return count ? sum / count : -1.0;
 }
 
-std::array<double, 12> COCOeval::summarize() const {
+struct COCOeval::SummaryLine {
+  bool ap;
+  std::optional<double> iou_threshold;  // nullopt: every threshold
+  const char* area;
+  int64_t max_dets;
+};
+
+// pycocotools' _summarizeDets (bbox, segm) and _summarizeKps (keypoints).
+std::vector<COCOeval::SummaryLine> COCOeval::summary_lines() const {
   const auto& md = params_.max_dets;
-  int64_t last = md.back(), mid = md.size() > 1 ? md[1] : md.back();
-  int64_t third = md.size() > 2 ? md[2] : md.back();
-  return {summarize_one(true, std::nullopt, "all", 100),
-          summarize_one(true, 0.5, "all", third),
-          summarize_one(true, 0.75, "all", third),
-          summarize_one(true, std::nullopt, "small", third),
-          summarize_one(true, std::nullopt, "medium", third),
-          summarize_one(true, std::nullopt, "large", third),
-          summarize_one(false, std::nullopt, "all", md[0]),
-          summarize_one(false, std::nullopt, "all", mid),
-          summarize_one(false, std::nullopt, "all", third),
-          summarize_one(false, std::nullopt, "small", third),
-          summarize_one(false, std::nullopt, "medium", third),
-          summarize_one(false, std::nullopt, "large", last)};
+  const std::nullopt_t all = std::nullopt;
+  if (iou_type_ == IouType::Keypoints) {
+    const int64_t m = md.back();  // pycocotools asks for 20: maxDets must hold it
+    return {{true, all, "all", m},    {true, 0.5, "all", m},   {true, 0.75, "all", m},
+            {true, all, "medium", m}, {true, all, "large", m}, {false, all, "all", m},
+            {false, 0.5, "all", m},   {false, 0.75, "all", m}, {false, all, "medium", m},
+            {false, all, "large", m}};
+  }
+  const int64_t mid = md.size() > 1 ? md[1] : md.back();
+  const int64_t third = md.size() > 2 ? md[2] : md.back();
+  return {{true, all, "all", 100},       {true, 0.5, "all", third},
+          {true, 0.75, "all", third},    {true, all, "small", third},
+          {true, all, "medium", third},  {true, all, "large", third},
+          {false, all, "all", md[0]},    {false, all, "all", mid},
+          {false, all, "all", third},    {false, all, "small", third},
+          {false, all, "medium", third}, {false, all, "large", md.back()}};
+}
+
+std::vector<double> COCOeval::summarize() const {
+  std::vector<double> stats;
+  for (const SummaryLine& l : summary_lines())
+    stats.push_back(summarize_one(l.ap, l.iou_threshold, l.area, l.max_dets));
+  return stats;
 }
 
 std::string COCOeval::summary_text() const {
-  auto stats = summarize();
-  const auto& md = params_.max_dets;
-  int64_t mid = md.size() > 1 ? md[1] : md.back(), third = md.size() > 2 ? md[2] : md.back();
-  struct Line {
-    bool ap;
-    const char* iou;
-    const char* area;
-    int64_t max_dets;
-  };
-  const Line lines[12] = {{true, "0.50:0.95", "all", 100},     {true, "0.50", "all", third},
-                          {true, "0.75", "all", third},        {true, "0.50:0.95", "small", third},
-                          {true, "0.50:0.95", "medium", third}, {true, "0.50:0.95", "large", third},
-                          {false, "0.50:0.95", "all", md[0]},  {false, "0.50:0.95", "all", mid},
-                          {false, "0.50:0.95", "all", third},  {false, "0.50:0.95", "small", third},
-                          {false, "0.50:0.95", "medium", third}, {false, "0.50:0.95", "large", md.back()}};
+  const auto stats = summarize();
+  const auto lines = summary_lines();
   std::string out;
   char buf[160];
-  for (int i = 0; i < 12; ++i) {
-    const Line& l = lines[i];
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const SummaryLine& l = lines[i];
+    char iou[32];
+    if (l.iou_threshold) {
+      std::snprintf(iou, sizeof(iou), "%0.2f", *l.iou_threshold);
+    } else {
+      std::snprintf(iou, sizeof(iou), "%0.2f:%0.2f", params_.iou_thresholds.front(),
+                    params_.iou_thresholds.back());
+    }
     std::snprintf(buf, sizeof(buf), " %-18s %s @[ IoU=%-9s | area=%6s | maxDets=%3lld ] = %0.3f\n",
-                  l.ap ? "Average Precision" : "Average Recall", l.ap ? "(AP)" : "(AR)", l.iou,
+                  l.ap ? "Average Precision" : "Average Recall", l.ap ? "(AP)" : "(AR)", iou,
                   l.area, static_cast<long long>(l.max_dets), stats[i]);
     out += buf;
   }

@@ -1,6 +1,8 @@
 #pragma once
-// COCOeval: COCO detection metrics with pycocotools' exact semantics (default parameters give
-// identical numbers): crowd ground truth as "ignore" with the detection's area as the union,
+// COCOeval: COCO detection and keypoint metrics with pycocotools' exact semantics (default
+// parameters give identical numbers): crowd ground truth as "ignore" with the detection's area as
+// the union (bbox, segm), ground truth without labelled keypoints ignored and OKS as the
+// similarity (keypoints),
 // area ranges on the ground-truth area, maxDets per image and category after a stable score
 // sort, greedy matching per IoU threshold, 101-point interpolated precision, -1 where undefined.
 #include <array>
@@ -10,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "detkit/evaluation/keypoint_oks.h"
 #include "detkit/structures/mask_ops.h"
 
 namespace detkit::evaluation {
 
-enum class IouType { Bbox, Segm };
+enum class IouType { Bbox, Segm, Keypoints };
 
 /// numpy.linspace(start, stop, num): the same doubles, bit for bit (k * step + start, last = stop).
 std::vector<double> linspace(double start, double stop, int num);
@@ -29,7 +32,12 @@ struct EvalParams {
   bool use_cats = true;
   std::vector<int64_t> image_ids;     // empty: every ground-truth image
   std::vector<int64_t> category_ids;  // empty: every ground-truth category
+  std::vector<double> kpt_oks_sigmas = coco_person_keypoint_sigmas();  // keypoints only
 };
+
+/// pycocotools' defaults for the type: the above for bbox and segm; for keypoints (setKpParams)
+/// maxDets 20 and the areas all / medium / large.
+EvalParams default_eval_params(IouType iou_type);
 
 /// One ground-truth annotation or one detection. For detections `score` is set, `iscrowd` is
 /// false, and `area` is w*h (bbox) or the mask's area (segm), as pycocotools' loadRes sets it.
@@ -42,6 +50,10 @@ struct EvalObject {
   bool iscrowd = false;
   std::array<double, 4> bbox{};  // x, y, w, h
   mask_ops::RLE rle;             // used for segm
+  // keypoints: x, y, v (ground truth) or x, y, score (detections) per keypoint; a ground truth
+  // with num_keypoints 0 is ignored, as pycocotools does.
+  std::vector<double> keypoints;
+  int64_t num_keypoints = 0;
 };
 
 class COCOeval {
@@ -55,10 +67,11 @@ class COCOeval {
   void evaluate();
   /// Builds the precision / recall tables.
   void accumulate();
-  /// The 12 numbers in pycocotools' order (AP, AP50, AP75, APs, APm, APl, AR1, AR10, AR100,
-  /// ARs, ARm, ARl); -1 where undefined.
-  std::array<double, 12> summarize() const;
-  /// The 12 lines pycocotools' summarize() prints.
+  /// pycocotools' stats: for bbox and segm the 12 numbers AP, AP50, AP75, APs, APm, APl, AR1,
+  /// AR10, AR100, ARs, ARm, ARl; for keypoints the 10 numbers AP, AP50, AP75, APm, APl, AR,
+  /// AR50, AR75, ARm, ARl. -1 where undefined.
+  std::vector<double> summarize() const;
+  /// The lines pycocotools' summarize() prints, one per number.
   std::string summary_text() const;
   /// AP@[.5:.95] (area all, last maxDets) per category id; nullopt where there is no ground truth.
   std::map<int64_t, std::optional<double>> per_category_ap() const;
@@ -77,6 +90,8 @@ class COCOeval {
 
   Pair gather(int64_t image_id, int64_t category_id) const;
   ImageEval evaluate_image(const Pair& pair, const std::array<double, 2>& area_range) const;
+  struct SummaryLine;
+  std::vector<SummaryLine> summary_lines() const;
   double summarize_one(bool ap, std::optional<double> iou_threshold, const std::string& area,
                        int64_t max_dets) const;
   size_t precision_index(size_t t, size_t r, size_t k, size_t a, size_t m) const;

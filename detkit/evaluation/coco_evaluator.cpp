@@ -14,8 +14,13 @@
 namespace detkit::evaluation {
 
 COCOEvaluator::COCOEvaluator(std::shared_ptr<const data::CocoDataset> dataset,
-                             std::vector<IouType> tasks, std::string output_dir)
-    : dataset_(std::move(dataset)), tasks_(std::move(tasks)), output_dir_(std::move(output_dir)) {}
+                             std::vector<IouType> tasks, std::string output_dir,
+                             std::vector<double> kpt_oks_sigmas)
+    : dataset_(std::move(dataset)),
+      tasks_(std::move(tasks)),
+      output_dir_(std::move(output_dir)),
+      kpt_oks_sigmas_(kpt_oks_sigmas.empty() ? coco_person_keypoint_sigmas()
+                                             : std::move(kpt_oks_sigmas)) {}
 
 void COCOEvaluator::process(int64_t image_id, const structures::Instances& predictions) {
   const int64_t n = predictions.size();
@@ -26,6 +31,14 @@ void COCOEvaluator::process(int64_t image_id, const structures::Instances& predi
   const bool with_masks = predictions.has("pred_masks");
   at::Tensor masks;
   if (with_masks) masks = predictions.tensor("pred_masks").to(at::kByte).contiguous();
+  const bool with_keypoints = predictions.has("pred_keypoints");
+  at::Tensor keypoints;
+  if (with_keypoints) {
+    keypoints = predictions.tensor("pred_keypoints").to(at::kFloat).contiguous();
+    if (keypoints.dim() != 3 || keypoints.size(0) != n || keypoints.size(2) != 3)
+      throw Error("COCOEvaluator: pred_keypoints must be (R, K, 3), got " +
+                  c10::str(keypoints.sizes()));
+  }
   auto b = boxes.accessor<float, 2>();
   for (int64_t i = 0; i < n; ++i) {
     Detection d;
@@ -40,6 +53,16 @@ void COCOEvaluator::process(int64_t image_id, const structures::Instances& predi
     if (with_masks) {
       o.rle = mask_ops::encode(masks[i].data_ptr<uint8_t>(), masks.size(1), masks.size(2));
       d.rle_counts = mask_ops::to_string(o.rle);
+    }
+    if (with_keypoints) {
+      // COCO's keypoints are pixel indices, the model's continuous coordinates: Detectron2
+      // subtracts 0.5 from x and y (float32) before writing.
+      const float* k = keypoints[i].data_ptr<float>();
+      for (int64_t j = 0; j < keypoints.size(1); ++j) {
+        o.keypoints.push_back(k[3 * j] - 0.5f);
+        o.keypoints.push_back(k[3 * j + 1] - 0.5f);
+        o.keypoints.push_back(k[3 * j + 2]);
+      }
     }
     results_.push_back(std::move(d));
   }
@@ -76,6 +99,8 @@ std::string COCOEvaluator::serialize() const {
     for (uint32_t c : o.rle.counts) put(out, c);
     put(out, static_cast<uint64_t>(d.rle_counts.size()));
     out += d.rle_counts;
+    put(out, static_cast<uint64_t>(o.keypoints.size()));
+    for (double v : o.keypoints) put(out, v);
   }
   return out;
 }
@@ -101,6 +126,11 @@ void COCOEvaluator::append_serialized(const std::string& bytes) {
     if (chars > bytes.size() - at) throw Error("gathered detections: truncated record");
     d.rle_counts = bytes.substr(at, chars);
     at += chars;
+    const auto values = take<uint64_t>(bytes, at);
+    if (values > (bytes.size() - at) / sizeof(double))
+      throw Error("gathered detections: truncated record");
+    o.keypoints.resize(values);
+    for (double& v : o.keypoints) v = take<double>(bytes, at);
     results_.push_back(std::move(d));
   }
 }
@@ -118,10 +148,13 @@ std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
     nlohmann::json all = nlohmann::json::array();
     for (const auto& d : results_) {
       const EvalObject& o = d.object;
-      nlohmann::json r = {{"image_id", o.image_id}, {"category_id", o.category_id},
-                          {"bbox", o.bbox}, {"score", o.score}};
+      nlohmann::json r = {{"image_id", o.image_id},
+                          {"category_id", o.category_id},
+                          {"bbox", o.bbox},
+                          {"score", o.score}};
       if (!d.rle_counts.empty())
         r["segmentation"] = {{"size", {o.rle.h, o.rle.w}}, {"counts", d.rle_counts}};
+      if (!o.keypoints.empty()) r["keypoints"] = o.keypoints;
       all.push_back(std::move(r));
     }
     std::filesystem::create_directories(output_dir_);
@@ -132,16 +165,27 @@ std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
   std::map<std::string, CocoEvalReport> reports;
   for (IouType type : tasks_) {
     if (type == IouType::Segm && !results_.empty() && results_.front().rle_counts.empty()) continue;
-    CocoGroundTruth gt = ground_truth_from_dataset(*dataset_, type);
+    if (type == IouType::Keypoints && !results_.empty() &&
+        results_.front().object.keypoints.size() != 3 * kpt_oks_sigmas_.size()) {
+      throw Error("COCOEvaluator: the model predicts " +
+                  std::to_string(results_.front().object.keypoints.size() / 3) +
+                  " keypoints, but there are " + std::to_string(kpt_oks_sigmas_.size()) +
+                  " OKS sigmas (TEST.KEYPOINT_OKS_SIGMAS, or COCO's 17 when empty)");
+    }
+    CocoGroundTruth gt = ground_truth_from_dataset(*dataset_, type, kpt_oks_sigmas_.size());
     std::vector<EvalObject> detections;
     detections.reserve(results_.size());
     for (const auto& d : results_) {
       EvalObject o = d.object;
-      o.area = type == IouType::Bbox ? o.bbox[2] * o.bbox[3]
-                                     : static_cast<double>(mask_ops::area(o.rle));
+      // Detectron2 drops the box before segm evaluation (mask area); keypoint results keep it,
+      // so loadRes gives them the box's area.
+      o.area = type == IouType::Segm ? static_cast<double>(mask_ops::area(o.rle))
+                                     : o.bbox[2] * o.bbox[3];
       detections.push_back(std::move(o));
     }
-    CocoEvalReport report = evaluate_coco(gt, std::move(detections), type);
+    EvalParams params = default_eval_params(type);
+    params.kpt_oks_sigmas = kpt_oks_sigmas_;
+    CocoEvalReport report = evaluate_coco(gt, std::move(detections), type, params);
     // pycocotools' summary, then Detectron2's "Evaluation results for <task>:" tables.
     spdlog::info("COCOeval {}:\n{}", iou_type_name(type), report.summary);
     spdlog::info("{}", detectron2_tables(report, gt.category_names));

@@ -1,7 +1,8 @@
 #pragma once
 // COCOEvaluator: collects a model's predictions on a COCO dataset, writes them as a COCO results
 // file (OUTPUT_DIR/inference/coco_instances_results.json: original category ids, XYWH boxes, RLE
-// masks as compressed strings) and evaluates bbox and segm with COCOeval.
+// masks as compressed strings, keypoints as COCO pixel indices: Detectron2 subtracts 0.5 from the
+// model's continuous x, y) and evaluates bbox, segm and keypoints with COCOeval.
 #include <map>
 #include <memory>
 #include <string>
@@ -15,12 +16,14 @@ namespace detkit::evaluation {
 
 class COCOEvaluator {
  public:
-  /// tasks: which of bbox / segm to evaluate; output_dir "" writes no file.
+  /// tasks: which of bbox / segm / keypoints to evaluate; output_dir "" writes no file;
+  /// kpt_oks_sigmas: TEST.KEYPOINT_OKS_SIGMAS, empty for COCO's.
   COCOEvaluator(std::shared_ptr<const data::CocoDataset> dataset, std::vector<IouType> tasks,
-                std::string output_dir);
+                std::string output_dir, std::vector<double> kpt_oks_sigmas = {});
 
   /// predictions: "pred_boxes", "scores", "pred_classes" (class indices) and, for segm,
-  /// "pred_masks" (R, H, W) bool, in the original image's size.
+  /// "pred_masks" (R, H, W) bool, for keypoints "pred_keypoints" (R, K, 3: x, y, score), in the
+  /// original image's size.
   void process(int64_t image_id, const structures::Instances& predictions);
   /// Writes the results file and returns a report per task, logging the tables. In a job of
   /// several ranks every rank calls it: the detections are gathered to rank 0, which writes and
@@ -30,7 +33,7 @@ class COCOEvaluator {
 
  private:
   struct Detection {
-    EvalObject object;  // category_id in the file's ids
+    EvalObject object;  // category_id in the file's ids; keypoints as written (x, y - 0.5)
     std::string rle_counts;
   };
   std::string serialize() const;
@@ -39,6 +42,7 @@ class COCOEvaluator {
   std::shared_ptr<const data::CocoDataset> dataset_;
   std::vector<IouType> tasks_;
   std::string output_dir_;
+  std::vector<double> kpt_oks_sigmas_;
   std::vector<Detection> results_;
 };
 

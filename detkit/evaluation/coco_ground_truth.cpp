@@ -2,7 +2,8 @@
 
 namespace detkit::evaluation {
 
-CocoGroundTruth ground_truth_from_dataset(const data::CocoDataset& dataset, IouType iou_type) {
+CocoGroundTruth ground_truth_from_dataset(const data::CocoDataset& dataset, IouType iou_type,
+                                          size_t num_keypoints) {
   CocoGroundTruth gt;
   for (const auto& c : dataset.categories()) {
     gt.category_ids.push_back(c.id);
@@ -20,6 +21,13 @@ CocoGroundTruth ground_truth_from_dataset(const data::CocoDataset& dataset, IouT
       o.iscrowd = a.iscrowd();
       o.bbox = a.bbox();
       if (iou_type == IouType::Segm) o.rle = a.mask_rle();
+      if (iou_type == IouType::Keypoints) {
+        data::CoordSpan k = a.keypoints();
+        o.keypoints.assign(k.begin(), k.end());
+        // Without "keypoints": unlabelled, so ignored like num_keypoints 0.
+        if (o.keypoints.empty()) o.keypoints.assign(3 * num_keypoints, 0.0);
+        o.num_keypoints = a.num_keypoints();
+      }
       gt.objects.push_back(std::move(o));
     }
   }

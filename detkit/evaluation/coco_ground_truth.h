@@ -19,7 +19,9 @@ struct CocoGroundTruth {
   GroundTruthIds ids;  // for checking results files
 };
 
-/// Masks are rasterised only for IouType::Segm.
-CocoGroundTruth ground_truth_from_dataset(const data::CocoDataset& dataset, IouType iou_type);
+/// Masks are rasterised only for IouType::Segm; keypoints are copied only for
+/// IouType::Keypoints, where an annotation without them gets `num_keypoints` unlabelled ones.
+CocoGroundTruth ground_truth_from_dataset(const data::CocoDataset& dataset, IouType iou_type,
+                                          size_t num_keypoints = 17);
 
 }  // namespace detkit::evaluation

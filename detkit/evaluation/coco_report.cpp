@@ -8,17 +8,34 @@
 
 namespace detkit::evaluation {
 
-const char* iou_type_name(IouType type) { return type == IouType::Bbox ? "bbox" : "segm"; }
+const char* iou_type_name(IouType type) {
+  switch (type) {
+    case IouType::Bbox:
+      return "bbox";
+    case IouType::Segm:
+      return "segm";
+    case IouType::Keypoints:
+      return "keypoints";
+  }
+  return "?";
+}
 
 IouType parse_iou_type(const std::string& name) {
   if (name == "bbox") return IouType::Bbox;
   if (name == "segm") return IouType::Segm;
-  throw Error("iou type must be 'bbox' or 'segm', got '" + name + "'");
+  if (name == "keypoints") return IouType::Keypoints;
+  throw Error("iou type must be 'bbox', 'segm' or 'keypoints', got '" + name + "'");
+}
+
+std::vector<std::string> detectron2_metric_names(IouType iou_type) {
+  if (iou_type == IouType::Keypoints) return {"AP", "AP50", "AP75", "APm", "APl"};
+  return {"AP", "AP50", "AP75", "APs", "APm", "APl"};
 }
 
 CocoEvalReport evaluate_coco(const CocoGroundTruth& gt, std::vector<EvalObject> detections,
-                             IouType iou_type, const EvalParams& params) {
-  COCOeval eval(gt.objects, std::move(detections), gt.image_ids, gt.category_ids, iou_type, params);
+                             IouType iou_type, std::optional<EvalParams> params) {
+  COCOeval eval(gt.objects, std::move(detections), gt.image_ids, gt.category_ids, iou_type,
+                params ? std::move(*params) : default_eval_params(iou_type));
   eval.evaluate();
   eval.accumulate();
   return {iou_type, eval.summarize(), eval.per_category_ap(), eval.summary_text()};
@@ -34,13 +51,14 @@ std::string cell(double v) {
 
 std::string detectron2_tables(const CocoEvalReport& report,
                               const std::map<int64_t, std::string>& category_names) {
-  const char* names[6] = {"AP", "AP50", "AP75", "APs", "APm", "APl"};
-  std::string out = std::string("Evaluation results for ") + iou_type_name(report.iou_type) + ":\n|";
-  for (const char* n : names) out += "  " + std::string(n) + std::string(6 - std::string(n).size(), ' ') + "|";
+  const std::vector<std::string> names = detectron2_metric_names(report.iou_type);
+  std::string out =
+      std::string("Evaluation results for ") + iou_type_name(report.iou_type) + ":\n|";
+  for (const std::string& n : names) out += "  " + n + std::string(6 - n.size(), ' ') + "|";
   out += "\n|";
-  for (int i = 0; i < 6; ++i) out += ":------:|";
+  for (size_t i = 0; i < names.size(); ++i) out += ":------:|";
   out += "\n|";
-  for (int i = 0; i < 6; ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     double v = report.stats[i];
     std::string c = v < 0 ? "nan" : cell(100 * v);
     out += " " + c + std::string(c.size() < 6 ? 6 - c.size() : 0, ' ') + " |";
@@ -55,7 +73,9 @@ std::string detectron2_tables(const CocoEvalReport& report,
     width = std::max(width, name.size());
     rows.emplace_back(name, ap ? cell(100 * *ap) : "nan");
   }
-  auto pad = [](const std::string& s, size_t w) { return s + std::string(w - std::min(w, s.size()), ' '); };
+  auto pad = [](const std::string& s, size_t w) {
+    return s + std::string(w - std::min(w, s.size()), ' ');
+  };
   const size_t pairs = std::min<size_t>(3, std::max<size_t>(rows.size(), 1));
   for (size_t p = 0; p < pairs; ++p) out += "| " + pad("category", width) + " | AP     ";
   out += "|\n";
@@ -63,8 +83,10 @@ std::string detectron2_tables(const CocoEvalReport& report,
   out += "|\n";
   for (size_t r = 0; r < rows.size(); r += pairs) {
     for (size_t p = 0; p < pairs; ++p) {
-      if (r + p < rows.size()) out += "| " + pad(rows[r + p].first, width) + " | " + pad(rows[r + p].second, 6) + " ";
-      else out += "| " + pad("", width) + " |        ";
+      if (r + p < rows.size())
+        out += "| " + pad(rows[r + p].first, width) + " | " + pad(rows[r + p].second, 6) + " ";
+      else
+        out += "| " + pad("", width) + " |        ";
     }
     out += "|\n";
   }

@@ -13,23 +13,28 @@ namespace detkit::evaluation {
 
 struct CocoEvalReport {
   IouType iou_type;
-  std::array<double, 12> stats;                          // pycocotools' order; -1 undefined
+  std::vector<double> stats;  // pycocotools' order (12, or 10 for keypoints); -1 undefined
   std::map<int64_t, std::optional<double>> per_category_ap;  // nullopt: no ground truth
-  std::string summary;                                   // pycocotools' 12 lines
+  std::string summary;                                       // pycocotools' summary lines
 };
 
+/// params: nullopt gives pycocotools' defaults for the type (default_eval_params).
 CocoEvalReport evaluate_coco(const CocoGroundTruth& gt, std::vector<EvalObject> detections,
-                             IouType iou_type, const EvalParams& params = {});
+                             IouType iou_type, std::optional<EvalParams> params = std::nullopt);
+
+/// Detectron2's metric names of a type, in stats order: AP, AP50, AP75, APs, APm, APl (bbox,
+/// segm); AP, AP50, AP75, APm, APl (keypoints).
+std::vector<std::string> detectron2_metric_names(IouType iou_type);
 
 /// Detectron2's tables: AP, AP50, ... x100, then per-category AP in three column pairs.
 std::string detectron2_tables(const CocoEvalReport& report,
                               const std::map<int64_t, std::string>& category_names);
 
-/// {"stats": [12 numbers], "per_category_ap": {"<id>": AP or null}} (fractions, not x100).
+/// {"stats": [12 (or 10) numbers], "per_category_ap": {"<id>": AP or null}} (fractions, not x100).
 std::string report_json(const CocoEvalReport& report);
 
 const char* iou_type_name(IouType type);
-/// "bbox" or "segm"; anything else is an error naming the value.
+/// "bbox", "segm" or "keypoints"; anything else is an error naming the value.
 IouType parse_iou_type(const std::string& name);
 
 }  // namespace detkit::evaluation

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "detkit/utils/error.h"
@@ -54,6 +55,21 @@ struct EntryReader {
     return box;
   }
 
+  // x, y, score per keypoint: exactly `values` numbers, all finite.
+  std::vector<double> keypoints(dom::element value, size_t values) const {
+    dom::array arr;
+    if (value.get(arr)) fail("\"keypoints\" must be a list [x, y, score, ...]");
+    std::vector<double> out;
+    for (dom::element v : arr) out.push_back(number(v, "keypoints"));
+    if (out.size() != values)
+      fail("\"keypoints\" holds " + std::to_string(out.size()) + " numbers; " +
+           std::to_string(values / 3) + " keypoints (the OKS sigmas) need " +
+           std::to_string(values));
+    for (double v : out)
+      if (!std::isfinite(v)) fail("\"keypoints\" holds a non-finite number");
+    return out;
+  }
+
   mask_ops::RLE rle(dom::element value) const {
     dom::object obj;
     if (value.get(obj)) fail("\"segmentation\" must be an RLE {\"size\": [h, w], \"counts\": ...}");
@@ -81,7 +97,8 @@ struct EntryReader {
 }  // namespace
 
 std::vector<EvalObject> parse_coco_results(const std::string& json_text, const std::string& file,
-                                           IouType iou_type, const GroundTruthIds& gt) {
+                                           IouType iou_type, const GroundTruthIds& gt,
+                                           size_t num_keypoints) {
   dom::parser parser;
   dom::element doc;
   if (auto error = parser.parse(json_text).get(doc))
@@ -108,6 +125,27 @@ std::vector<EvalObject> parse_coco_results(const std::string& json_text, const s
     if (iou_type == IouType::Bbox) {
       d.bbox = r.bbox(r.field(entry, "bbox"));
       d.area = d.bbox[2] * d.bbox[3];
+    } else if (iou_type == IouType::Keypoints) {
+      d.keypoints = r.keypoints(r.field(entry, "keypoints"), 3 * num_keypoints);
+      // loadRes: results with a box take their area from it (Detectron2's do), others from the
+      // keypoints' extent.
+      dom::element box;
+      dom::array box_values;
+      if (!entry["bbox"].get(box) &&
+          !(box.get(box_values) == simdjson::SUCCESS && box_values.size() == 0)) {
+        d.bbox = r.bbox(box);
+        d.area = d.bbox[2] * d.bbox[3];
+      } else {
+        double x0 = d.keypoints[0], x1 = x0, y0 = d.keypoints[1], y1 = y0;
+        for (size_t k = 0; k < d.keypoints.size(); k += 3) {
+          x0 = std::min(x0, d.keypoints[k]);
+          x1 = std::max(x1, d.keypoints[k]);
+          y0 = std::min(y0, d.keypoints[k + 1]);
+          y1 = std::max(y1, d.keypoints[k + 1]);
+        }
+        d.bbox = {x0, y0, x1 - x0, y1 - y0};
+        d.area = (x1 - x0) * (y1 - y0);
+      }
     } else {
       d.rle = r.rle(r.field(entry, "segmentation"));
       d.area = static_cast<double>(mask_ops::area(d.rle));
@@ -121,8 +159,8 @@ std::vector<EvalObject> parse_coco_results(const std::string& json_text, const s
 }
 
 std::vector<EvalObject> load_coco_results(const std::string& path, IouType iou_type,
-                                          const GroundTruthIds& gt) {
-  return parse_coco_results(read_file(path), path, iou_type, gt);
+                                          const GroundTruthIds& gt, size_t num_keypoints) {
+  return parse_coco_results(read_file(path), path, iou_type, gt, num_keypoints);
 }
 
 }  // namespace detkit::evaluation

@@ -43,10 +43,11 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
     if (seconds(t3 - last_log) > 5 || done == total) {
       size_t timed = done - warmup;
       double per_image = seconds(t3 - start) / timed;
-      spdlog::info("Inference done {}/{}. Dataloading: {:.4f} s/iter. Inference: {:.4f} s/iter. "
-                   "Eval: {:.4f} s/iter. Total: {:.4f} s/iter. ETA={:.0f} s",
-                   done, total, data_time / timed, compute_time / timed, eval_time / timed,
-                   per_image, per_image * (total - done));
+      spdlog::info(
+          "Inference done {}/{}. Dataloading: {:.4f} s/iter. Inference: {:.4f} s/iter. "
+          "Eval: {:.4f} s/iter. Total: {:.4f} s/iter. ETA={:.0f} s",
+          done, total, data_time / timed, compute_time / timed, eval_time / timed, per_image,
+          per_image * (total - done));
       last_log = t3;
     }
   }

@@ -19,7 +19,7 @@ EvalObject box(int64_t id, int64_t image, int64_t cat, std::array<double, 4> xyw
   return o;
 }
 
-std::array<double, 12> run(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
+std::vector<double> run(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
                            std::vector<int64_t> images, std::vector<int64_t> cats,
                            EvalParams params = {}) {
   COCOeval eval(std::move(gts), std::move(dts), std::move(images), std::move(cats), IouType::Bbox,

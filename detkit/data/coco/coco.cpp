@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 
 #include "detkit/data/coco/coco_builder.h"
 #include "detkit/data/coco/json_stream.h"
@@ -70,6 +71,8 @@ CocoDataset load_coco_json(const std::string& json_file, const std::string& imag
                dataset.num_images(), dataset.num_annotations(), dataset.num_crowd(),
                dataset.num_classes(), json_file, seconds);
   if (options.filter_empty_annotations) filter_empty_annotations(dataset);
+  if (options.min_keypoints_per_image > 0)
+    filter_images_with_few_keypoints(dataset, options.min_keypoints_per_image);
   return dataset;
 }
 
@@ -81,41 +84,54 @@ std::vector<std::string> check_coco_json(const std::string& json_file,
   return problems.take();
 }
 
-size_t filter_empty_annotations(CocoDataset& ds) {
+size_t CocoDataset::keep_images_where(const std::function<bool(size_t)>& keep) {
   std::vector<uint32_t> keep_images, keep_annotations;
-  for (size_t i = 0; i < ds.num_images(); ++i) {
-    const uint64_t begin = ds.image_ann_begin_[i], end = ds.image_ann_begin_[i + 1];
-    bool usable = false;
-    for (uint64_t a = begin; a < end && !usable; ++a) usable = ds.ann_iscrowd_[a] == 0;
-    if (!usable) continue;
+  for (size_t i = 0; i < num_images(); ++i) {
+    if (!keep(i)) continue;
     keep_images.push_back(static_cast<uint32_t>(i));
-    for (uint64_t a = begin; a < end; ++a) keep_annotations.push_back(static_cast<uint32_t>(a));
+    for (uint64_t a = image_ann_begin_[i]; a < image_ann_begin_[i + 1]; ++a)
+      keep_annotations.push_back(static_cast<uint32_t>(a));
   }
-  const size_t removed = ds.num_images() - keep_images.size();
-  if (removed > 0) {
-    PodArray<uint64_t> begins;
-    begins.push_back(0);
-    for (uint32_t i : keep_images) {
-      begins.push_back(begins.back() + ds.image_ann_begin_[i + 1] - ds.image_ann_begin_[i]);
-    }
-    ds.image_ann_begin_.swap(begins);
-    gather(ds.image_ids_, keep_images);
-    gather(ds.heights_, keep_images);
-    gather(ds.widths_, keep_images);
-    gather(ds.name_begin_, keep_images);
-    gather(ds.name_size_, keep_images);
-    gather(ds.ann_ids_, keep_annotations);
-    gather(ds.ann_class_, keep_annotations);
-    gather(ds.ann_iscrowd_, keep_annotations);
-    gather(ds.ann_bbox_, keep_annotations);
-    gather(ds.ann_area_, keep_annotations);
-    gather(ds.ann_poly_begin_, keep_annotations);
-    gather(ds.ann_poly_count_, keep_annotations);
-    gather(ds.ann_rle_, keep_annotations);
+  const size_t removed = num_images() - keep_images.size();
+  if (removed == 0) return 0;
+  PodArray<uint64_t> begins;
+  begins.push_back(0);
+  for (uint32_t i : keep_images) {
+    begins.push_back(begins.back() + image_ann_begin_[i + 1] - image_ann_begin_[i]);
   }
-  ds.stats_.filtered_images += removed;
+  image_ann_begin_.swap(begins);
+  gather(image_ids_, keep_images);
+  gather(heights_, keep_images);
+  gather(widths_, keep_images);
+  gather(name_begin_, keep_images);
+  gather(name_size_, keep_images);
+  reorder_annotations(keep_annotations);
+  stats_.filtered_images += removed;
+  return removed;
+}
+
+size_t filter_empty_annotations(CocoDataset& ds) {
+  const size_t removed = ds.keep_images_where([&](size_t i) {
+    for (AnnotationView a : ds.annotations_of(i))
+      if (!a.iscrowd()) return true;
+    return false;
+  });
   spdlog::info("Removed {} images with no usable annotations. {} images left.", removed,
                ds.num_images());
+  return removed;
+}
+
+size_t filter_images_with_few_keypoints(CocoDataset& ds, int min_keypoints_per_image) {
+  const size_t removed = ds.keep_images_where([&](size_t i) {
+    int64_t visible = 0;  // crowd annotations count too, as in Detectron2
+    for (AnnotationView a : ds.annotations_of(i)) {
+      CoordSpan k = a.keypoints();
+      for (size_t v = 2; v < k.size; v += 3) visible += k[v] > 0;
+    }
+    return visible >= min_keypoints_per_image;
+  });
+  spdlog::info("Removed {} images with fewer than {} keypoints. {} images left.", removed,
+               min_keypoints_per_image, ds.num_images());
   return removed;
 }
 

@@ -23,6 +23,9 @@ struct CocoLoadOptions {
   /// Drop images without a usable (non-crowd) annotation, as Detectron2 does for training
   /// (DATALOADER.FILTER_EMPTY_ANNOTATIONS).
   bool filter_empty_annotations = false;
+  /// Then drop images with fewer visible-or-labelled keypoints
+  /// (MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE with MODEL.KEYPOINT_ON); 0 keeps every image.
+  int min_keypoints_per_image = 0;
   /// Largest width * height an image may declare: PIL's decompression-bomb threshold
   /// (Image.MAX_IMAGE_PIXELS). A larger image is an error naming it.
   int64_t max_image_pixels = 89478485;
@@ -42,6 +45,11 @@ std::vector<std::string> check_coco_json(const std::string& json_file,
 /// Removes images without a non-crowd annotation (and their crowd annotations); returns how many
 /// were removed (also added to stats().filtered_images) and logs it.
 size_t filter_empty_annotations(CocoDataset& dataset);
+
+/// Detectron2's filter_images_with_few_keypoints (MODEL.ROI_KEYPOINT_HEAD.MIN_KEYPOINTS_PER_IMAGE):
+/// removes images whose annotations (crowds included) have fewer than `min_keypoints_per_image`
+/// keypoints with v > 0; returns how many were removed and logs it.
+size_t filter_images_with_few_keypoints(CocoDataset& dataset, int min_keypoints_per_image);
 
 /// True when a relative `file_name` stays inside the image root: not absolute, no NUL, and no
 /// ".." that climbs above the root.

@@ -20,6 +20,8 @@ enum : uint32_t {
   kSegmentation = 64,
   kCounts = 128,
   kSize = 256,
+  kKeypoints = 512,
+  kNumKeypoints = 1024,
 };
 
 // What one annotation declares, before it is committed to the dataset.
@@ -33,6 +35,8 @@ struct AnnotationFields {
   bool had_polygons = false;  // the segmentation listed at least one polygon
   int32_t rle = -1;
   double rle_area = 0;
+  uint32_t kpt_begin = 0, kpt_count = 0;  // values kept in the keypoint pool
+  int64_t num_keypoints = 0;
 };
 
 using Element = CocoDatasetBuilder::Element;
@@ -136,6 +140,41 @@ void read_polygons(od::array& polygons, Element& el, AnnotationFields& f,
     ++p;
   }
   f.had_polygons = p > 0;
+}
+
+// "keypoints": [x0, y0, v0, x1, y1, v1, ...], v in {0, 1, 2}, into the keypoint pool.
+bool read_keypoints(od::value& value, Element& el, AnnotationFields& f, PodArray<double>& pool) {
+  od::array array;
+  if (!el.get_array(value, ".keypoints", array)) return false;
+  f.kpt_begin = static_cast<uint32_t>(pool.size());
+  size_t n = 0;
+  for (auto item : array) {
+    double x;
+    if (simdjson::error_code e = item.get_double().get(x)) {
+      od::value bad;
+      if ((el.fatal = item.get(bad))) return false;
+      el.wrong_type(e, bad, fmt::format(".keypoints[{}]", n), "a number");
+      return false;
+    }
+    if (n % 3 == 2 && x != 0 && x != 1 && x != 2) {
+      el.problem(fmt::format(".keypoints[{}]: visibility of keypoint {} must be 0, 1 or 2, got {}",
+                             n, n / 3, x));
+      return false;
+    }
+    pool.push_back(x);
+    ++n;
+  }
+  if (n % 3 != 0) {
+    el.problem(
+        fmt::format(".keypoints: {} values is not a multiple of 3 (x, y, v per keypoint)", n));
+    return false;
+  }
+  if (pool.size() > std::numeric_limits<uint32_t>::max()) {
+    el.problem(".keypoints: more keypoint values in the file than detkit can hold (2^32)");
+    return false;
+  }
+  f.kpt_count = static_cast<uint32_t>(n);
+  return true;
 }
 
 }  // namespace
@@ -265,6 +304,16 @@ void CocoDatasetBuilder::Parser::parse_annotation(od::value& value, Element& el)
       ok = el.first_time(f.seen, bit = kIscrowd, "iscrowd") && read_iscrowd(v, el, f.iscrowd);
     } else if (key == "area") {
       ok = el.first_time(f.seen, bit = kArea, "area") && el.get_double(v, ".area", f.area);
+    } else if (key == "keypoints") {
+      ok = el.first_time(f.seen, bit = kKeypoints, "keypoints") &&
+           read_keypoints(v, el, f, ds.kpt_values_);
+    } else if (key == "num_keypoints") {
+      ok = el.first_time(f.seen, bit = kNumKeypoints, "num_keypoints") &&
+           el.get_int64(v, ".num_keypoints", f.num_keypoints);
+      if (ok && (f.num_keypoints < 0 || f.num_keypoints > std::numeric_limits<int32_t>::max())) {
+        el.problem(fmt::format(".num_keypoints: must be >= 0, got {}", f.num_keypoints));
+        ok = false;
+      }
     } else if (key == "segmentation" &&
                el.first_time(f.seen, bit = kSegmentation, "segmentation")) {
       od::json_type type;
@@ -301,6 +350,11 @@ void CocoDatasetBuilder::Parser::parse_annotation(od::value& value, Element& el)
     el.problem(fmt::format(".bbox: width and height must be >= 0, got [{}, {}, {}, {}]", f.bbox[0],
                            f.bbox[1], f.bbox[2], f.bbox[3]));
   }
+  if ((f.valid & kKeypoints) && !(f.valid & kNumKeypoints)) {
+    f.num_keypoints = 0;  // what pycocotools' keypoint evaluation reads; counted when absent
+    for (uint32_t k = 2; k < f.kpt_count; k += 3)
+      f.num_keypoints += ds.kpt_values_[f.kpt_begin + k] > 0;
+  }
   if (!el.problems.empty()) return rollback(undo);
   if (f.had_polygons && f.poly_count == 0) {  // Detectron2 ignores the instance
     ds.stats_.dropped_polygons += f.dropped_polygons;
@@ -321,6 +375,9 @@ void CocoDatasetBuilder::Parser::parse_annotation(od::value& value, Element& el)
   ds.ann_poly_begin_.push_back(f.poly_begin);
   ds.ann_poly_count_.push_back(f.poly_count);
   ds.ann_rle_.push_back(f.rle);
+  ds.ann_kpt_begin_.push_back(f.kpt_begin);
+  ds.ann_kpt_count_.push_back(f.kpt_count);
+  ds.ann_num_keypoints_.push_back(static_cast<int32_t>(f.num_keypoints));
   b.ann_image_ids_.push_back(f.image_id);
   b.ann_category_ids_.push_back(f.category_id);
   b.ann_element_.push_back(el.index);

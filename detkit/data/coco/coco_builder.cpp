@@ -107,6 +107,16 @@ void CocoDatasetBuilder::resolve_annotations(PodArray<uint32_t>& image_of) {
       ds_.ann_class_[a] = static_cast<int32_t>(category - categories.begin());
     }
 
+    if (category != categories.end() && category->id == category_id &&
+        !category->keypoints.empty() && ds_.ann_kpt_count_[a] > 0 &&
+        ds_.ann_kpt_count_[a] != 3 * category->keypoints.size()) {
+      problems_.add(fmt::format(
+          "{}.keypoints: {} values, but category '{}' (id {}) names {} keypoints, so {} are "
+          "expected (x, y, v per keypoint){}",
+          describe(), ds_.ann_kpt_count_[a], category->name, category_id,
+          category->keypoints.size(), 3 * category->keypoints.size(), note()));
+    }
+
     if (ds_.ann_rle_[a] >= 0 && image != ids_end && *image == image_id) {
       const CocoDataset::Rle& rle = ds_.rles_[ds_.ann_rle_[a]];
       const size_t i = image_of[a];
@@ -130,14 +140,7 @@ void CocoDatasetBuilder::group_annotations_by_image(const PodArray<uint32_t>& im
   std::vector<uint32_t> order(image_of.size());
   std::vector<uint64_t> next(ds_.image_ann_begin_.begin(), ds_.image_ann_begin_.end() - 1);
   for (uint32_t a = 0; a < image_of.size(); ++a) order[next[image_of[a]]++] = a;
-  gather(ds_.ann_ids_, order);
-  gather(ds_.ann_class_, order);
-  gather(ds_.ann_iscrowd_, order);
-  gather(ds_.ann_bbox_, order);
-  gather(ds_.ann_area_, order);
-  gather(ds_.ann_poly_begin_, order);
-  gather(ds_.ann_poly_count_, order);
-  gather(ds_.ann_rle_, order);
+  ds_.reorder_annotations(order);
 }
 
 CocoDataset CocoDatasetBuilder::finish() {
@@ -151,19 +154,22 @@ CocoDataset CocoDatasetBuilder::finish() {
 
   CocoDataset& ds = ds_;
   for (auto* array : {&ds.image_ids_, &ds.ann_ids_}) array->shrink_to_fit();
-  for (auto* array : {&ds.heights_, &ds.widths_, &ds.ann_class_, &ds.ann_rle_}) {
+  for (auto* array :
+       {&ds.heights_, &ds.widths_, &ds.ann_class_, &ds.ann_rle_, &ds.ann_num_keypoints_}) {
     array->shrink_to_fit();
   }
   for (auto* array : {&ds.name_begin_, &ds.image_ann_begin_, &ds.poly_coord_begin_}) {
     array->shrink_to_fit();
   }
-  for (auto* array : {&ds.name_size_, &ds.ann_poly_begin_, &ds.ann_poly_count_, &ds.rle_counts_}) {
+  for (auto* array : {&ds.name_size_, &ds.ann_poly_begin_, &ds.ann_poly_count_, &ds.rle_counts_,
+                      &ds.ann_kpt_begin_, &ds.ann_kpt_count_}) {
     array->shrink_to_fit();
   }
   ds.ann_iscrowd_.shrink_to_fit();
   ds.ann_bbox_.shrink_to_fit();
   ds.ann_area_.shrink_to_fit();
   ds.coords_.shrink_to_fit();
+  ds.kpt_values_.shrink_to_fit();
   ds.names_.shrink_to_fit();
   ds.rle_chars_.shrink_to_fit();
   ds.rles_.shrink_to_fit();

@@ -81,6 +81,12 @@ mask_ops::RLE AnnotationView::mask_rle() const {
   throw Error(fmt::format("annotation id {} has no segmentation", id()));
 }
 
+CoordSpan AnnotationView::keypoints() const {
+  return {ds_->kpt_values_.data() + ds_->ann_kpt_begin_[i_], ds_->ann_kpt_count_[i_]};
+}
+
+int AnnotationView::num_keypoints() const { return ds_->ann_num_keypoints_[i_]; }
+
 // ---- CocoDataset ------------------------------------------------------------------------------
 
 ImageView CocoDataset::image(size_t i) const {
@@ -134,19 +140,37 @@ int CocoDataset::index_of(int64_t category_id) const {
   return static_cast<int>(it - categories_.begin());
 }
 
+void CocoDataset::reorder_annotations(const std::vector<uint32_t>& order) {
+  gather(ann_ids_, order);
+  gather(ann_class_, order);
+  gather(ann_iscrowd_, order);
+  gather(ann_bbox_, order);
+  gather(ann_area_, order);
+  gather(ann_poly_begin_, order);
+  gather(ann_poly_count_, order);
+  gather(ann_rle_, order);
+  gather(ann_kpt_begin_, order);
+  gather(ann_kpt_count_, order);
+  gather(ann_num_keypoints_, order);
+}
+
 size_t CocoDataset::memory_bytes() const {
   size_t bytes = json_file_.capacity() + image_root_.capacity() + names_.capacity() +
                  rle_chars_.capacity() + rles_.capacity() * sizeof(Rle);
-  for (const Category& c : categories_) bytes += sizeof(Category) + c.name.capacity();
+  for (const Category& c : categories_) {
+    bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]);
+    for (const std::string& k : c.keypoints) bytes += sizeof(k) + k.capacity();
+  }
   bytes += image_ids_.capacity_bytes() + heights_.capacity_bytes() + widths_.capacity_bytes() +
            name_begin_.capacity_bytes() + name_size_.capacity_bytes() +
            image_ann_begin_.capacity_bytes();
   bytes += ann_ids_.capacity_bytes() + ann_class_.capacity_bytes() + ann_iscrowd_.capacity_bytes() +
            ann_bbox_.capacity_bytes() + ann_area_.capacity_bytes() +
            ann_poly_begin_.capacity_bytes() + ann_poly_count_.capacity_bytes() +
-           ann_rle_.capacity_bytes();
-  bytes +=
-      poly_coord_begin_.capacity_bytes() + coords_.capacity_bytes() + rle_counts_.capacity_bytes();
+           ann_rle_.capacity_bytes() + ann_kpt_begin_.capacity_bytes() +
+           ann_kpt_count_.capacity_bytes() + ann_num_keypoints_.capacity_bytes();
+  bytes += poly_coord_begin_.capacity_bytes() + coords_.capacity_bytes() +
+           rle_counts_.capacity_bytes() + kpt_values_.capacity_bytes();
   return bytes;
 }
 

@@ -19,6 +19,7 @@
 //   }
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,10 +33,13 @@ namespace detkit::data {
 class CocoDataset;
 class CocoDatasetBuilder;
 
-/// One category as the file names it.
+/// One category as the file names it; person-keypoint files also name the category's keypoints
+/// and its skeleton (pairs of 1-based keypoint numbers, COCO's convention).
 struct Category {
-  int64_t id;
+  int64_t id = 0;
   std::string name;
+  std::vector<std::string> keypoints;
+  std::vector<std::array<int64_t, 2>> skeleton;
 };
 
 /// One image: its id in the file, its path relative to the image root, and its size.
@@ -87,6 +91,12 @@ class AnnotationView {
   /// The mask as pycocotools' annToRLE gives it: polygons rasterised at the image's size and
   /// merged, or the RLE; an error for kNone.
   mask_ops::RLE mask_rle() const;
+
+  /// COCO keypoints as the file has them: x, y, v per keypoint (v: 0 unlabeled, 1 labeled but
+  /// not visible, 2 visible); empty when the annotation has no "keypoints".
+  CoordSpan keypoints() const;
+  /// The file's "num_keypoints"; when absent, the number of keypoints with v > 0.
+  int num_keypoints() const;
 
  private:
   const CocoDataset* ds_;
@@ -169,7 +179,13 @@ class CocoDataset {
  private:
   friend class AnnotationView;
   friend class CocoDatasetBuilder;
+  /// Keeps the images (and their annotations) for which keep(image index) is true; returns how
+  /// many were removed, also added to stats().filtered_images.
+  size_t keep_images_where(const std::function<bool(size_t)>& keep);
+  /// Puts annotation order[k] at position k in every annotation array.
+  void reorder_annotations(const std::vector<uint32_t>& order);
   friend size_t filter_empty_annotations(CocoDataset& dataset);
+  friend size_t filter_images_with_few_keypoints(CocoDataset& dataset, int min_keypoints);
 
   struct Rle {
     int32_t h, w;
@@ -197,6 +213,11 @@ class CocoDataset {
   PodArray<double> ann_area_;
   PodArray<uint32_t> ann_poly_begin_, ann_poly_count_;  // into poly_coord_begin_
   PodArray<int32_t> ann_rle_;                           // into rles_, -1 when none
+  // Keypoints of annotation a: kpt_values_[ann_kpt_begin_[a], + ann_kpt_count_[a]) (x, y, v
+  // triples, the file's numbers; count 0 when the annotation has none).
+  PodArray<uint32_t> ann_kpt_begin_, ann_kpt_count_;
+  PodArray<int32_t> ann_num_keypoints_;
+  PodArray<double> kpt_values_;
 
   // Polygon k is coords_[poly_coord_begin_[k], poly_coord_begin_[k + 1]). Boxes, areas and
   // coordinates are doubles, exactly the file's numbers: pycocotools rasterises from doubles, and

@@ -113,8 +113,8 @@ bool CocoDatasetBuilder::Element::first_time(uint32_t& seen, uint32_t bit, std::
 
 PoolMarks CocoDatasetBuilder::Parser::marks() const {
   const CocoDataset& ds = b.ds_;
-  return {ds.names_.size(), ds.coords_.size(),    ds.poly_coord_begin_.size(),
-          ds.rles_.size(),  ds.rle_chars_.size(), ds.rle_counts_.size()};
+  return {ds.names_.size(),     ds.coords_.size(),     ds.poly_coord_begin_.size(), ds.rles_.size(),
+          ds.rle_chars_.size(), ds.rle_counts_.size(), ds.kpt_values_.size()};
 }
 
 void CocoDatasetBuilder::Parser::rollback(const PoolMarks& m) {
@@ -125,6 +125,7 @@ void CocoDatasetBuilder::Parser::rollback(const PoolMarks& m) {
   ds.rles_.resize(m.rles);
   ds.rle_chars_.resize(m.rle_chars);
   ds.rle_counts_.resize(m.rle_counts);
+  ds.kpt_values_.resize(m.keypoints);
 }
 
 void CocoDatasetBuilder::Parser::report(const Element& el, const ElementBatch& batch, size_t k,
@@ -289,12 +290,60 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
   b.image_element_.push_back(el.index);
 }
 
+namespace {
+
+// "keypoints": ["nose", "left_eye", ...].
+void read_keypoint_names(od::value& value, CocoDatasetBuilder::Element& el,
+                         std::vector<std::string>& names) {
+  od::array array;
+  if (!el.get_array(value, ".keypoints", array)) return;
+  for (auto item : array) {
+    od::value v;
+    if ((el.fatal = item.get(v))) return;
+    std::string_view name;
+    if (!el.get_string(v, fmt::format(".keypoints[{}]", names.size()), name)) return;
+    names.emplace_back(name);
+  }
+}
+
+// "skeleton": [[16, 14], [14, 12], ...], 1-based keypoint numbers.
+void read_skeleton(od::value& value, CocoDatasetBuilder::Element& el,
+                   std::vector<std::array<int64_t, 2>>& edges) {
+  od::array array;
+  if (!el.get_array(value, ".skeleton", array)) return;
+  for (auto item : array) {
+    od::value v;
+    if ((el.fatal = item.get(v))) return;
+    const std::string path = fmt::format(".skeleton[{}]", edges.size());
+    od::array pair;
+    if (!el.get_array(v, path, pair)) return;
+    std::array<int64_t, 2> edge{};
+    size_t n = 0;
+    for (auto end : pair) {
+      od::value e;
+      if ((el.fatal = end.get(e))) return;
+      int64_t k;
+      if (!el.get_int64(e, fmt::format("{}[{}]", path, n), k)) return;
+      if (n < 2) edge[n] = k;
+      ++n;
+    }
+    if (n != 2) {
+      el.problem(fmt::format("{}: expected a pair of keypoint numbers, got {} values", path, n));
+      return;
+    }
+    edges.push_back(edge);
+  }
+}
+
+}  // namespace
+
 void CocoDatasetBuilder::Parser::parse_category(od::value& value, Element& el) {
   od::object object;
   if (!el.get_object(value, "", object)) return;
-  enum : uint32_t { kId = 1, kName = 2 };
+  enum : uint32_t { kId = 1, kName = 2, kKeypoints = 4, kSkeleton = 8 };
   uint32_t seen = 0;
-  std::string_view name;
+  std::string_view name_view;
+  Category category;
   for (auto member : object) {
     od::field field;
     if ((el.fatal = std::move(member).get(field))) break;
@@ -303,17 +352,35 @@ void CocoDatasetBuilder::Parser::parse_category(od::value& value, Element& el) {
     if (key == "id") {
       if (el.first_time(seen, kId, "id") && el.get_int64(v, ".id", el.id)) el.has_id = true;
     } else if (key == "name") {
-      if (el.first_time(seen, kName, "name")) el.get_string(v, ".name", name);
+      // The view dies with the next string read.
+      if (el.first_time(seen, kName, "name") && el.get_string(v, ".name", name_view))
+        category.name.assign(name_view);
+    } else if (key == "keypoints") {
+      if (el.first_time(seen, kKeypoints, "keypoints"))
+        read_keypoint_names(v, el, category.keypoints);
+    } else if (key == "skeleton") {
+      if (el.first_time(seen, kSkeleton, "skeleton")) read_skeleton(v, el, category.skeleton);
     }
     if (el.failed()) return;
   }
   if (!(seen & kId)) el.problem(": missing key \"id\"");
   if (!(seen & kName)) el.problem(": missing key \"name\"");
+  const auto num_keypoints = static_cast<int64_t>(category.keypoints.size());
+  for (size_t e = 0; e < category.skeleton.size(); ++e) {
+    for (int64_t k : category.skeleton[e]) {
+      if (k < 1 || k > num_keypoints) {
+        el.problem(fmt::format(
+            ".skeleton[{}]: keypoint number {} is outside 1..{} (the category's keypoints)", e, k,
+            num_keypoints));
+      }
+    }
+  }
   if (!el.problems.empty()) {
     if (el.has_id) b.rejected_category_ids_.push_back(el.id);
     return;
   }
-  b.ds_.categories_.push_back({el.id, std::string(name)});
+  category.id = el.id;
+  b.ds_.categories_.push_back(std::move(category));
   b.category_element_.push_back(el.index);
 }
 

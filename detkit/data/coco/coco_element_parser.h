@@ -42,7 +42,7 @@ struct CocoDatasetBuilder::Element {
 
 /// Sizes of the dataset's shared pools before an element, to undo a rejected element.
 struct PoolMarks {
-  size_t names, coords, polygons, rles, rle_chars, rle_counts;
+  size_t names, coords, polygons, rles, rle_chars, rle_counts, keypoints;
 };
 
 struct CocoDatasetBuilder::Parser {
