@@ -81,6 +81,12 @@ Instances detector_postprocess(const Instances& results, int64_t height, int64_t
              ops::paste_masks_in_image(probs.select(1, 0), kept.boxes("pred_boxes").tensor(),
                                        height, width, mask_threshold));
   }
+  if (kept.has("pred_keypoints")) {  // x and y in float32 times the double scale, as Detectron2
+    at::Tensor keypoints = kept.tensor("pred_keypoints").clone();
+    keypoints.select(2, 0).mul_(scale_x);
+    keypoints.select(2, 1).mul_(scale_y);
+    kept.set("pred_keypoints", keypoints);
+  }
   return kept;
 }
 

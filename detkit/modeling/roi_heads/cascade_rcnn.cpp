@@ -164,6 +164,10 @@ ROIHeadsOutput CascadeROIHeads::forward(const structures::ImageList& /*images*/,
 DETKIT_REGISTER_ROI_HEADS(CascadeROIHeads, [](const config::CfgNode& cfg,
                                               const layers::ShapeSpecs& shapes) {
   const StandardROIHeadsOptions o = standard_roi_heads_options_from_config(cfg);
+  if (o.keypoint_on)
+    throw Error(
+        "MODEL.KEYPOINT_ON True with MODEL.ROI_HEADS.NAME CascadeROIHeads is not supported "
+        "yet (StandardROIHeads has the keypoint head)");
   const std::vector<double> ious = cfg.get_float_list("MODEL.ROI_BOX_CASCADE_HEAD.IOUS");
   const auto weights = cfg.get("MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS").as_float_list_list();
   if (weights.size() != ious.size())

@@ -16,14 +16,18 @@ StandardROIHeads::StandardROIHeads(const StandardROIHeadsOptions& o, ROIPooler b
                                    std::shared_ptr<BoxHead> box_head,
                                    FastRCNNOutputLayers box_predictor,
                                    std::optional<ROIPooler> mask_pooler,
-                                   std::shared_ptr<MaskHead> mask_head)
+                                   std::shared_ptr<MaskHead> mask_head,
+                                   ROIBranch<KeypointHead> keypoint)
     : options_(o),
       matcher_(o.iou_thresholds, o.iou_labels, /*allow_low_quality_matches=*/false),
       box_pooler_(std::move(box_pooler)),
       box_head_(register_module("box_head", std::move(box_head))),
       box_predictor_(register_module("box_predictor", std::move(box_predictor))),
       mask_pooler_(std::move(mask_pooler)),
-      mask_head_(mask_head ? register_module("mask_head", std::move(mask_head)) : nullptr) {}
+      mask_head_(mask_head ? register_module("mask_head", std::move(mask_head)) : nullptr),
+      keypoint_pooler_(std::move(keypoint.pooler)),
+      keypoint_head_(keypoint.head ? register_module("keypoint_head", std::move(keypoint.head))
+                                   : nullptr) {}
 
 std::vector<at::Tensor> select_features(const FeatureMap& features,
                                         const std::vector<std::string>& names) {
@@ -106,6 +110,16 @@ std::vector<Instances> StandardROIHeads::forward_box_inference(
   return box_predictor_->inference(box_predictor_->forward(x), proposals);
 }
 
+std::vector<Instances> select_foreground_proposals(const std::vector<Instances>& proposals,
+                                                   int64_t num_classes) {
+  std::vector<Instances> fg;
+  for (const auto& inst : proposals) {
+    at::Tensor c = inst.tensor("gt_classes");
+    fg.push_back(inst.index(((c != -1) & (c != num_classes)).nonzero().select(1, 0)));
+  }
+  return fg;
+}
+
 LossDict forward_mask_branch(MaskHead& mask_head, const ROIPooler& pooler,
                              const std::vector<at::Tensor>& features,
                              std::vector<Instances>& instances, bool training,
@@ -113,11 +127,8 @@ LossDict forward_mask_branch(MaskHead& mask_head, const ROIPooler& pooler,
   std::vector<Instances> fg;
   std::vector<Boxes> boxes;
   if (training) {
-    for (const auto& inst : instances) {
-      at::Tensor c = inst.tensor("gt_classes");
-      fg.push_back(inst.index(((c != -1) & (c != num_classes)).nonzero().select(1, 0)));
-      boxes.push_back(fg.back().boxes("proposal_boxes"));
-    }
+    fg = select_foreground_proposals(instances, num_classes);
+    for (const auto& inst : fg) boxes.push_back(inst.boxes("proposal_boxes"));
   } else {
     for (const auto& inst : instances) boxes.push_back(inst.boxes("pred_boxes"));
   }
@@ -132,6 +143,13 @@ LossDict StandardROIHeads::forward_mask(const FeatureMap& features,
                              options_.num_classes);
 }
 
+LossDict StandardROIHeads::forward_keypoint(const FeatureMap& features,
+                                            std::vector<Instances>& instances) {
+  if (!options_.keypoint_on) return {};
+  return forward_keypoint_branch(*keypoint_head_, *keypoint_pooler_, select(features), instances,
+                                 is_training(), options_.num_classes);
+}
+
 ROIHeadsOutput StandardROIHeads::forward(const structures::ImageList& /*images*/,
                                          const FeatureMap& features,
                                          std::vector<Instances> proposals,
@@ -142,10 +160,12 @@ ROIHeadsOutput StandardROIHeads::forward(const structures::ImageList& /*images*/
     auto sampled = label_and_sample_proposals(std::move(proposals), *targets);
     out.losses = forward_box_losses(features, sampled);
     for (auto& [name, loss] : forward_mask(features, sampled)) out.losses[name] = loss;
+    for (auto& [name, loss] : forward_keypoint(features, sampled)) out.losses[name] = loss;
     return out;
   }
   out.instances = forward_box_inference(features, proposals);
   forward_mask(features, out.instances);
+  forward_keypoint(features, out.instances);
   return out;
 }
 
@@ -159,7 +179,7 @@ StandardROIHeadsOptions standard_roi_heads_options_from_config(const config::Cfg
   o.proposal_append_gt = cfg.get_bool("MODEL.ROI_HEADS.PROPOSAL_APPEND_GT");
   o.in_features = cfg.get_string_list("MODEL.ROI_HEADS.IN_FEATURES");
   o.mask_on = cfg.get_bool("MODEL.MASK_ON");
-  if (cfg.get_bool("MODEL.KEYPOINT_ON")) throw Error("MODEL.KEYPOINT_ON True is not supported yet");
+  o.keypoint_on = cfg.get_bool("MODEL.KEYPOINT_ON");
   return o;
 }
 
@@ -187,8 +207,13 @@ DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg,
     mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
     mask_head = build_mask_head(cfg, levels.channels);
   }
+  ROIBranch<KeypointHead> keypoint;
+  if (o.keypoint_on) {
+    keypoint.pooler.emplace(pooler_options_from_config(cfg, "ROI_KEYPOINT_HEAD", levels.strides));
+    keypoint.head = build_keypoint_head(cfg, levels.channels);
+  }
   return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
-                                            mask_head);
+                                            mask_head, std::move(keypoint));
 });
 
 }  // namespace detkit::modeling

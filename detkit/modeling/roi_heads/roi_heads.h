@@ -1,8 +1,8 @@
 #pragma once
-// ROI heads: proposals + features -> detections (and masks); in training, proposals are matched
-// to ground truth (GT appended first), sampled, and the heads' losses returned. Built by
-// MODEL.ROI_HEADS.NAME; StandardROIHeads is Detectron2's FPN design (separate box and mask
-// poolers on p2..p5). Child names: box_head, box_predictor, mask_head.
+// ROI heads: proposals + features -> detections (and masks, keypoints); in training, proposals
+// are matched to ground truth (GT appended first), sampled, and the heads' losses returned. Built
+// by MODEL.ROI_HEADS.NAME; StandardROIHeads is Detectron2's FPN design (separate box, mask and
+// keypoint poolers on p2..p5). Child names: box_head, box_predictor, mask_head, keypoint_head.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -11,6 +11,7 @@
 #include "detkit/modeling/proposal_generator/proposal_generator.h"
 #include "detkit/modeling/roi_heads/box_head.h"
 #include "detkit/modeling/roi_heads/fast_rcnn.h"
+#include "detkit/modeling/roi_heads/keypoint_head.h"
 #include "detkit/modeling/roi_heads/mask_head.h"
 #include "detkit/modeling/roi_heads/poolers.h"
 
@@ -23,7 +24,8 @@ struct ROIHeadsOutput {
 
 class ROIHeads : public torch::nn::Module {
  public:
-  /// targets: per image "gt_boxes", "gt_classes" (and "gt_masks" with masks); training only.
+  /// targets: per image "gt_boxes", "gt_classes" (and "gt_masks" with masks, "gt_keypoints"
+  /// (N, K, 3) with keypoints); training only.
   virtual ROIHeadsOutput forward(const structures::ImageList& images, const FeatureMap& features,
                                  std::vector<structures::Instances> proposals,
                                  const std::vector<structures::Instances>* targets) = 0;
@@ -38,13 +40,22 @@ struct StandardROIHeadsOptions {
   bool proposal_append_gt = true;
   std::vector<std::string> in_features;
   bool mask_on = false;
+  bool keypoint_on = false;
+};
+
+/// An optional head and its pooler (the mask or the keypoint branch).
+template <typename Head>
+struct ROIBranch {
+  std::optional<ROIPooler> pooler;
+  std::shared_ptr<Head> head;
 };
 
 class StandardROIHeads : public ROIHeads {
  public:
   StandardROIHeads(const StandardROIHeadsOptions& options, ROIPooler box_pooler,
                    std::shared_ptr<BoxHead> box_head, FastRCNNOutputLayers box_predictor,
-                   std::optional<ROIPooler> mask_pooler, std::shared_ptr<MaskHead> mask_head);
+                   std::optional<ROIPooler> mask_pooler, std::shared_ptr<MaskHead> mask_head,
+                   ROIBranch<KeypointHead> keypoint = {});
   ROIHeadsOutput forward(const structures::ImageList& images, const FeatureMap& features,
                          std::vector<structures::Instances> proposals,
                          const std::vector<structures::Instances>* targets) override;
@@ -61,6 +72,8 @@ class StandardROIHeads : public ROIHeads {
   std::vector<structures::Instances> forward_box_inference(
       const FeatureMap& features, const std::vector<structures::Instances>& proposals);
   LossDict forward_mask(const FeatureMap& features, std::vector<structures::Instances>& instances);
+  LossDict forward_keypoint(const FeatureMap& features,
+                            std::vector<structures::Instances>& instances);
 
   StandardROIHeadsOptions options_;
   Matcher matcher_;
@@ -69,10 +82,12 @@ class StandardROIHeads : public ROIHeads {
   FastRCNNOutputLayers box_predictor_;
   std::optional<ROIPooler> mask_pooler_;
   std::shared_ptr<MaskHead> mask_head_;
+  std::optional<ROIPooler> keypoint_pooler_;
+  std::shared_ptr<KeypointHead> keypoint_head_;
 };
 
-/// MODEL.ROI_HEADS.* (and MODEL.MASK_ON) as the options StandardROIHeads and CascadeROIHeads
-/// share; MODEL.KEYPOINT_ON True is an error (no keypoint head yet).
+/// MODEL.ROI_HEADS.*, MODEL.MASK_ON and MODEL.KEYPOINT_ON as the options StandardROIHeads and
+/// CascadeROIHeads share.
 StandardROIHeadsOptions standard_roi_heads_options_from_config(const config::CfgNode& cfg);
 
 /// The maps of `features` named by `names` (MODEL.ROI_HEADS.IN_FEATURES), in order.
@@ -85,6 +100,11 @@ std::vector<at::Tensor> select_features(const FeatureMap& features,
 std::vector<structures::Instances> label_and_sample_proposals(
     std::vector<structures::Instances> proposals, const std::vector<structures::Instances>& targets,
     const Matcher& matcher, const StandardROIHeadsOptions& options);
+
+/// Detectron2's select_foreground_proposals: per image, the sampled proposals whose gt_classes is
+/// a class (neither background, num_classes, nor ignored, -1).
+std::vector<structures::Instances> select_foreground_proposals(
+    const std::vector<structures::Instances>& proposals, int64_t num_classes);
 
 /// The mask branch: in training, its loss on the foreground of the sampled `instances` (their
 /// "proposal_boxes"); at inference, "pred_masks" added to the detections (their "pred_boxes").
