@@ -3,9 +3,30 @@
 #include <ATen/ATen.h>
 
 #include "detkit/data/image/image_io.h"
+#include "detkit/data/metadata.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
+
+std::vector<int64_t> keypoint_hflip_indices(const config::CfgNode& cfg) {
+  const auto names = cfg.get_string_list("DATASETS.TRAIN");
+  if (names.empty()) throw Error("MODEL.KEYPOINT_ON: DATASETS.TRAIN names no dataset");
+  const Metadata& first = global_metadata().get(names.front());
+  for (const auto& name : names) {
+    if (global_metadata().get(name).keypoint_names != first.keypoint_names)
+      throw Error("MODEL.KEYPOINT_ON: datasets '" + names.front() + "' and '" + name +
+                  "' of DATASETS.TRAIN name different keypoints (metadata keypoint_names)");
+  }
+  const int64_t num_keypoints = cfg.get_int("MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS");
+  if (first.keypoint_names.empty())
+    throw Error("MODEL.KEYPOINT_ON: the metadata of '" + names.front() +
+                "' has no keypoint_names (and keypoint_flip_map) to train keypoints with");
+  if (static_cast<int64_t>(first.keypoint_names.size()) != num_keypoints)
+    throw Error("MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS is " + std::to_string(num_keypoints) +
+                " but the metadata of '" + names.front() + "' names " +
+                std::to_string(first.keypoint_names.size()) + " keypoints");
+  return first.keypoint_flip_indices();
+}
 
 DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train) {
   DatasetMapperOptions options;
@@ -17,6 +38,8 @@ DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& c
   }
   options.mask_format =
       mask_format_from_config(cfg.get_bool("MODEL.MASK_ON"), cfg.get_string("INPUT.MASK_FORMAT"));
+  if (cfg.get_bool("MODEL.KEYPOINT_ON"))
+    options.keypoint_hflip_indices = keypoint_hflip_indices(cfg);
   return options;
 }
 
@@ -36,7 +59,7 @@ at::Tensor image_to_tensor(const cv::Mat& image) {
 }
 
 structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, size_t image_index,
-                                               SampleRng& rng) const {
+                                                 SampleRng& rng) const {
   const ImageView record = dataset.image(image_index);
   const std::string path = dataset.image_path(image_index);
   const std::string image_id = "image id " + std::to_string(record.id);
@@ -61,8 +84,9 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
   input.height = record.height;
   input.width = record.width;
   if (options_.is_train) {
-    input.instances = transform_instance_targets(dataset, image_index, transforms, image.rows,
-                                                 image.cols, options_.mask_format);
+    input.instances = transform_instance_targets(
+        dataset, image_index, transforms, image.rows, image.cols, options_.mask_format,
+        options_.keypoint_hflip_indices.empty() ? nullptr : &options_.keypoint_hflip_indices);
   }
   return input;
 }

@@ -5,7 +5,8 @@
 //   check its size equals the JSON's;
 //   draw the augmentations from the sample's SampleRng and apply them to the image;
 //   training: targets in the augmented frame (instance_targets.h): crowd dropped, boxes
-//   clipped, empty instances removed, gt_masks when MODEL.MASK_ON;
+//   clipped, empty instances removed, gt_masks when MODEL.MASK_ON, gt_keypoints when
+//   MODEL.KEYPOINT_ON (flipped with the training datasets' keypoint flip map);
 //   testing: the resized image only.
 // ModelInput.height/width stay the original size, for rescaling predictions.
 //
@@ -26,11 +27,19 @@ struct DatasetMapperOptions {
   AugmentationList augmentations;
   std::string image_format = "BGR";  // INPUT.FORMAT: "BGR" or "RGB"
   MaskFormat mask_format = MaskFormat::kNone;
+  /// MODEL.KEYPOINT_ON: per keypoint, the one it becomes under a horizontal flip; empty: no
+  /// keypoint targets.
+  std::vector<int64_t> keypoint_hflip_indices;
 };
 
 /// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,
-/// MODEL.MASK_ON and INPUT.MASK_FORMAT.
+/// MODEL.MASK_ON and INPUT.MASK_FORMAT, and with MODEL.KEYPOINT_ON the flip indices of the first
+/// of DATASETS.TRAIN's metadata (create_keypoint_hflip_indices; every training dataset must name
+/// the same keypoints, MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS of them).
 DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train);
+
+/// The keypoint flip indices for MODEL.KEYPOINT_ON, as above; errors name the dataset and key.
+std::vector<int64_t> keypoint_hflip_indices(const config::CfgNode& cfg);
 
 class DatasetMapper {
  public:
@@ -38,7 +47,7 @@ class DatasetMapper {
 
   /// Maps image `image_index` of `dataset`; every random draw comes from `rng`. Thread-safe.
   structures::ModelInput operator()(const CocoDataset& dataset, size_t image_index,
-                                  SampleRng& rng) const;
+                                    SampleRng& rng) const;
 
   const DatasetMapperOptions& options() const { return options_; }
 

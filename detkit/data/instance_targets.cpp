@@ -53,7 +53,42 @@ float as_float32(double v) {
   return rounded;
 }
 
+// The annotation's keypoints + 0.5 (load_coco_json), K unlabelled ones when it has none.
+std::vector<double> coco_keypoints(const CocoDataset& dataset, AnnotationView a, size_t K) {
+  CoordSpan k = a.keypoints();
+  if (k.size == 0) return std::vector<double>(3 * K, 0.0);
+  if (k.size != 3 * K) {
+    throw Error(annotation_place(dataset, a) + ": " + std::to_string(k.size / 3) +
+                " keypoints, but the dataset's metadata names " + std::to_string(K) +
+                " (keypoint_names; MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS)");
+  }
+  std::vector<double> out(k.begin(), k.end());
+  for (size_t i = 0; i < out.size(); i += 3) out[i] += 0.5, out[i + 1] += 0.5;
+  return out;
+}
+
 }  // namespace
+
+void transform_keypoints(std::vector<double>& keypoints, const TransformList& transforms, int new_h,
+                         int new_w, const std::vector<int64_t>& flip_indices) {
+  const size_t K = keypoints.size() / 3;
+  std::vector<double> xy(2 * K);
+  for (size_t k = 0; k < K; ++k) xy[2 * k] = keypoints[3 * k], xy[2 * k + 1] = keypoints[3 * k + 1];
+  for (const auto& t : transforms.transforms()) t->apply_coords(xy.data(), K);
+  int flips = 0;
+  for (const auto& t : transforms.transforms())
+    flips += dynamic_cast<const HFlipTransform*>(t.get()) != nullptr;
+  std::vector<double> out(3 * K);
+  for (size_t k = 0; k < K; ++k) {
+    const size_t from = flips % 2 == 1 ? static_cast<size_t>(flip_indices[k]) : k;
+    const double x = xy[2 * from], y = xy[2 * from + 1];
+    const bool inside = x >= 0 && y >= 0 && x <= new_w && y <= new_h;
+    const double v = inside ? keypoints[3 * from + 2] : 0.0;
+    if (v == 0) continue;  // unlabelled: (0, 0, 0), COCO's convention
+    out[3 * k] = x, out[3 * k + 1] = y, out[3 * k + 2] = v;
+  }
+  keypoints = std::move(out);
+}
 
 MaskFormat mask_format_from_config(bool mask_on, const std::string& input_mask_format) {
   if (!mask_on) return MaskFormat::kNone;
@@ -69,10 +104,10 @@ std::array<double, 4> coco_bbox_to_xyxy(const std::array<double, 4>& xywh) {
   return {x, y, x1, y1};
 }
 
-structures::Instances transform_instance_targets(const CocoDataset& dataset, size_t image_index,
-                                                 const TransformList& transforms, int new_h,
-                                                 int new_w, MaskFormat mask_format) {
-  std::vector<float> boxes;
+structures::Instances transform_instance_targets(
+    const CocoDataset& dataset, size_t image_index, const TransformList& transforms, int new_h,
+    int new_w, MaskFormat mask_format, const std::vector<int64_t>* keypoint_flip_indices) {
+  std::vector<float> boxes, keypoints;
   std::vector<int64_t> classes;
   std::vector<std::vector<Polygon>> polygons;
   std::vector<at::Tensor> bitmasks;
@@ -82,6 +117,11 @@ structures::Instances transform_instance_targets(const CocoDataset& dataset, siz
       boxes.push_back(static_cast<float>(v));
     }
     classes.push_back(a.class_index());
+    if (keypoint_flip_indices) {
+      std::vector<double> k = coco_keypoints(dataset, a, keypoint_flip_indices->size());
+      transform_keypoints(k, transforms, new_h, new_w, *keypoint_flip_indices);
+      keypoints.insert(keypoints.end(), k.begin(), k.end());  // float32, as Keypoints stores them
+    }
     if (mask_format == MaskFormat::kNone) continue;
     const SegmentationKind kind = a.segmentation_kind();
     if (kind == SegmentationKind::kNone) {
@@ -113,6 +153,10 @@ structures::Instances transform_instance_targets(const CocoDataset& dataset, siz
   targets.set("gt_boxes",
               structures::Boxes(at::from_blob(boxes.data(), {n, 4}, at::kFloat).clone()));
   targets.set("gt_classes", at::from_blob(classes.data(), {n}, at::kLong).clone());
+  if (keypoint_flip_indices) {
+    const auto K = static_cast<int64_t>(keypoint_flip_indices->size());
+    targets.set("gt_keypoints", at::from_blob(keypoints.data(), {n, K, 3}, at::kFloat).clone());
+  }
   if (mask_format == MaskFormat::kPolygon) {
     targets.set("gt_masks", structures::PolygonMasks(std::move(polygons)));
   } else if (mask_format == MaskFormat::kBitmask) {
