@@ -1,7 +1,9 @@
 // detkit infer --config-file X --weights W --input a.jpg b.jpg ... --output DIR [--confidence C]:
 // Detectron2's demo.py without a window, on DefaultPredictor: each image is resized as the test
 // mapper does and run through the model, and its detections scoring >= C are drawn (boxes, class
-// names, scores, translucent masks) into DIR/<stem>.png and listed in DIR/<stem>.json.
+// names, scores, translucent masks, keypoints) into DIR/<stem>.png and listed in DIR/<stem>.json.
+// Keypoints are listed as COCO results files have them: "keypoints": [x, y, score] per keypoint,
+// x and y pixel indices (the model's continuous coordinates - 0.5, as Detectron2 writes them).
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -19,8 +21,8 @@
 #include "detkit/data/image/image_io.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/predictor.h"
-#include "detkit/visualization/visualizer.h"
 #include "detkit/utils/error.h"
+#include "detkit/visualization/visualizer.h"
 #include "tools/commands.h"
 
 namespace detkit::tools {
@@ -72,6 +74,9 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
   at::Tensor boxes = kept.boxes("pred_boxes").tensor().to(at::kDouble).contiguous();
   at::Tensor scores = kept.tensor("scores").to(at::kDouble).contiguous();
   at::Tensor labels = kept.tensor("pred_classes").to(at::kLong).contiguous();
+  at::Tensor keypoints;
+  if (kept.has("pred_keypoints"))
+    keypoints = kept.tensor("pred_keypoints").to(at::kFloat).contiguous();
   nlohmann::json out = nlohmann::json::array();
   for (int64_t i = 0; i < kept.size(); ++i) {
     const int64_t c = labels[i].item<int64_t>();
@@ -86,6 +91,17 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
     d["score"] = scores[i].item<double>();
     d["bbox"] = {round_to(x0, 0.01), round_to(y0, 0.01), round_to(b[2].item<double>() - x0, 0.01),
                  round_to(b[3].item<double>() - y0, 0.01)};
+    if (keypoints.defined()) {
+      const at::Tensor row = keypoints[i];
+      const auto k = row.accessor<float, 2>();
+      nlohmann::json values = nlohmann::json::array();
+      for (int64_t j = 0; j < k.size(0); ++j) {
+        values.push_back(round_to(k[j][0] - 0.5f, 0.01));
+        values.push_back(round_to(k[j][1] - 0.5f, 0.01));
+        values.push_back(k[j][2]);
+      }
+      d["keypoints"] = std::move(values);
+    }
     out.push_back(std::move(d));
   }
   return out;

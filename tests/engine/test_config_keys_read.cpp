@@ -1,8 +1,8 @@
 // No config key is silently ignored. Walking Detectron2's defaults tree, every key is
 //  - read by the code that trains, evaluates and predicts (recorded while a tiny Mask R-CNN
-//    trains an iteration, checkpoints, evaluates and predicts, while a RetinaNet and a Cascade
-//    R-CNN are built, and while the optimizer and each LR schedule are built with the settings
-//    that read their options), or
+//    trains an iteration, checkpoints, evaluates and predicts, while a RetinaNet, a Cascade
+//    R-CNN and a Keypoint R-CNN are built, and while the optimizer and each LR schedule are built
+//    with the settings that read their options), or
 //  - refused when set (config/unimplemented.h; tests/config/test_unimplemented.cpp sets each), or
 //  - an option of a component whose selection is refused: each is listed with the setting that
 //    selects it, and building with that setting is shown to fail, or
@@ -11,6 +11,7 @@
 
 #include "detkit/config/unimplemented.h"
 #include "detkit/data/dataset_mapper.h"
+#include "detkit/data/detection_dataset.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/solver/build.h"
@@ -44,6 +45,10 @@ std::set<std::string> keys_read_by_a_run() {
   cascade.merge_from_list({"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
                            "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"});
   modeling::build_model(cascade);
+  config::CfgNode keypoint = cfg;  // Keypoint R-CNN reads MODEL.ROI_KEYPOINT_HEAD.*
+  keypoint.merge_from_list({"MODEL.KEYPOINT_ON", "True", "MODEL.ROI_HEADS.NUM_CLASSES", "1"});
+  modeling::build_model(keypoint);
+  data::train_load_options_from_config(keypoint);
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -64,8 +69,6 @@ const std::vector<SelectedAway>& selected_away() {
   static const std::vector<SelectedAway> table = {
       {"MODEL.PANOPTIC_FPN.", {"MODEL.META_ARCHITECTURE", "PanopticFPN"}},
       {"MODEL.SEM_SEG_HEAD.", {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"}},
-      {"MODEL.ROI_KEYPOINT_HEAD.", {"MODEL.KEYPOINT_ON", "True"}},
-      {"TEST.KEYPOINT_OKS_SIGMAS", {"MODEL.KEYPOINT_ON", "True"}},
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
       {"MODEL.RESNETS.DEFORM_", {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "[False, True, True, True]"}},
       {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
