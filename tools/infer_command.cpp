@@ -150,6 +150,13 @@ CommandRunner add_infer_command(CLI::App& app) {
     overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights});
     const config::CfgNode cfg = load_config(o->config_file, overrides);
     const ClassNames classes = class_names_from_config(cfg);
+    visualization::VisualizerOptions draw_options;
+    if (cfg.get_bool("MODEL.KEYPOINT_ON") && !cfg.get_string_list("DATASETS.TEST").empty()) {
+      // The skeleton of the first DATASETS.TEST's keypoints (COCO's persons built in).
+      draw_options.keypoint_skeleton = data::global_metadata()
+                                           .get(cfg.get_string_list("DATASETS.TEST").front())
+                                           .keypoint_skeleton();
+    }
     engine::DefaultPredictor predictor(cfg);
     fs::create_directories(o->output);
     for (const auto& path : o->inputs) {
@@ -158,7 +165,8 @@ CommandRunner add_infer_command(CLI::App& app) {
       const structures::Instances kept =
           predictions.index(predictions.tensor("scores").ge(o->confidence));
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
-      const cv::Mat canvas = visualization::draw_predictions(bgr, kept, classes.names);
+      const cv::Mat canvas =
+          visualization::draw_predictions(bgr, kept, classes.names, draw_options);
       if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
       std::ofstream json(stem + ".json");  // one detection a line
       const nlohmann::json detections = detections_json(kept, classes);

@@ -23,8 +23,7 @@ void Metadata::set_things(const std::vector<std::string>& classes,
       if (thing_classes[i] != classes[i] || thing_dataset_ids[i] != ids[i])
         throw Error("metadata of '" + name + "': thing class " + std::to_string(i) + " is '" +
                     thing_classes[i] + "' (id " + std::to_string(thing_dataset_ids[i]) +
-                    "), cannot set it to '" + classes[i] + "' (id " + std::to_string(ids[i]) +
-                    ")");
+                    "), cannot set it to '" + classes[i] + "' (id " + std::to_string(ids[i]) + ")");
     }
     return;
   }
@@ -46,24 +45,34 @@ int64_t Metadata::dataset_id(int contiguous) const {
   return thing_dataset_ids[contiguous];
 }
 
+int64_t Metadata::keypoint_index(const std::string& keypoint, const char* table) const {
+  for (size_t i = 0; i < keypoint_names.size(); ++i)
+    if (keypoint_names[i] == keypoint) return static_cast<int64_t>(i);
+  throw Error("metadata of '" + name + "': " + table + " names '" + keypoint +
+              "', which is not one of its keypoint_names");
+}
+
 std::vector<int64_t> Metadata::keypoint_flip_indices() const {
-  std::map<std::string, int64_t> index;
-  for (size_t i = 0; i < keypoint_names.size(); ++i) index[keypoint_names[i]] = i;
   std::vector<int64_t> flip(keypoint_names.size());
   for (size_t i = 0; i < flip.size(); ++i) flip[i] = static_cast<int64_t>(i);
-  auto at = [&](const std::string& k) {
-    auto it = index.find(k);
-    if (it == index.end())
-      throw Error("metadata of '" + name + "': keypoint_flip_map names '" + k +
-                  "', which is not one of its keypoint_names");
-    return it->second;
-  };
   for (const auto& [a, b] : keypoint_flip_map) {
-    const int64_t i = at(a), j = at(b);
+    const int64_t i = keypoint_index(a, "keypoint_flip_map");
+    const int64_t j = keypoint_index(b, "keypoint_flip_map");
     flip[i] = j;
     flip[j] = i;
   }
   return flip;
+}
+
+std::vector<std::pair<std::array<int64_t, 2>, std::array<int, 3>>> Metadata::keypoint_skeleton()
+    const {
+  std::vector<std::pair<std::array<int64_t, 2>, std::array<int, 3>>> edges;
+  for (const auto& rule : keypoint_connection_rules) {
+    edges.push_back({{keypoint_index(rule.a, "keypoint_connection_rules"),
+                      keypoint_index(rule.b, "keypoint_connection_rules")},
+                     rule.rgb});
+  }
+  return edges;
 }
 
 Metadata& MetadataCatalog::get(const std::string& name) {

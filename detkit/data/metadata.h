@@ -11,6 +11,7 @@
 // register_coco_instances() adds the files and the evaluator type, and loading a dataset fills
 // its things from the file. Setting things that differ from what an entry already holds is an
 // error naming the dataset (as Detectron2's Metadata refuses to change an attribute).
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -22,6 +23,12 @@
 
 namespace detkit::data {
 
+/// Two keypoints the visualizer joins, and the line's colour (RGB).
+struct KeypointConnection {
+  std::string a, b;
+  std::array<int, 3> rgb;
+};
+
 struct Metadata {
   std::string name;
   std::string evaluator_type;  // "coco" for COCO-format datasets
@@ -30,6 +37,7 @@ struct Metadata {
   std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
   std::vector<std::string> keypoint_names;
   std::vector<std::pair<std::string, std::string>> keypoint_flip_map;
+  std::vector<KeypointConnection> keypoint_connection_rules;
 
   /// Sets thing_classes and thing_dataset_ids (same length, distinct ids). When they are set
   /// already, the new ones must be equal: otherwise a detkit::Error naming the dataset and the
@@ -42,6 +50,11 @@ struct Metadata {
   /// For keypoint i, the index of the keypoint it becomes under a horizontal flip (itself when
   /// unpaired). A flip-map name that is not a keypoint is an error naming it.
   std::vector<int64_t> keypoint_flip_indices() const;
+  /// The connection rules as keypoint index pairs with their colours; a rule naming an unknown
+  /// keypoint is an error naming it.
+  std::vector<std::pair<std::array<int64_t, 2>, std::array<int, 3>>> keypoint_skeleton() const;
+  /// The index of a keypoint name; an error naming it and `table` when it is not a keypoint.
+  int64_t keypoint_index(const std::string& keypoint, const char* table) const;
 };
 
 class MetadataCatalog {

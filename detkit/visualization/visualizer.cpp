@@ -21,12 +21,23 @@ cv::Scalar hsv_to_bgr(double h, double s, double v) {
   const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
   double r = v, g = t, b = p;
   switch (i) {
-    case 1: r = q, g = v, b = p; break;
-    case 2: r = p, g = v, b = t; break;
-    case 3: r = p, g = q, b = v; break;
-    case 4: r = t, g = p, b = v; break;
-    case 5: r = v, g = p, b = q; break;
-    default: break;
+    case 1:
+      r = q, g = v, b = p;
+      break;
+    case 2:
+      r = p, g = v, b = t;
+      break;
+    case 3:
+      r = p, g = q, b = v;
+      break;
+    case 4:
+      r = t, g = p, b = v;
+      break;
+    case 5:
+      r = v, g = p, b = q;
+      break;
+    default:
+      break;
   }
   return {b * 255, g * 255, r * 255};
 }
@@ -67,8 +78,7 @@ cv::Mat canvas_mask(const DrawnInstance& instance, cv::Size canvas, int factor) 
 
 void draw_mask(cv::Mat& canvas, const cv::Mat& mask, const cv::Scalar& color, double alpha) {
   cv::Mat blended;
-  cv::addWeighted(canvas, 1.0 - alpha, cv::Mat(canvas.size(), CV_8UC3, color), alpha, 0.0,
-                  blended);
+  cv::addWeighted(canvas, 1.0 - alpha, cv::Mat(canvas.size(), CV_8UC3, color), alpha, 0.0, blended);
   blended.copyTo(canvas, mask);
   std::vector<std::vector<cv::Point>> contours;
   cv::findContours(mask.clone(), contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
@@ -105,6 +115,18 @@ std::vector<std::array<double, 4>> boxes_of(const at::Tensor& boxes) {
   return out;
 }
 
+// (R, K, 3) keypoints, one list per instance.
+std::vector<std::vector<std::array<double, 3>>> keypoints_of(const at::Tensor& keypoints) {
+  at::Tensor k = keypoints.to(at::kCPU, at::kDouble).contiguous();
+  std::vector<std::vector<std::array<double, 3>>> out(k.size(0));
+  const double* p = k.data_ptr<double>();
+  for (auto& instance : out) {
+    instance.resize(k.size(1));
+    for (auto& point : instance) point = {p[0], p[1], p[2]}, p += 3;
+  }
+  return out;
+}
+
 }  // namespace
 
 cv::Scalar instance_color(size_t k) {
@@ -127,8 +149,7 @@ cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& ins
   if (factor == 1) {
     canvas = bgr.clone();
   } else {
-    cv::resize(bgr, canvas, cv::Size(bgr.cols * factor, bgr.rows * factor), 0, 0,
-               cv::INTER_LINEAR);
+    cv::resize(bgr, canvas, cv::Size(bgr.cols * factor, bgr.rows * factor), 0, 0, cv::INTER_LINEAR);
   }
   const double diagonal = std::sqrt(static_cast<double>(canvas.rows) * canvas.cols);
   const int line = std::max(1, static_cast<int>(std::lround(diagonal / 300)));
@@ -156,10 +177,30 @@ cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& ins
     cv::rectangle(canvas, cv::Point(corner(i, 0), corner(i, 1)),
                   cv::Point(corner(i, 2), corner(i, 3)), instance_color(i), line, cv::LINE_AA);
   }
+  const int radius = std::max(2, line + 1);
+  for (size_t i : order) {
+    const auto& k = instances[i].keypoints;
+    auto shown = [&](int64_t j) {
+      return j >= 0 && j < static_cast<int64_t>(k.size()) && k[j][2] > options.keypoint_threshold;
+    };
+    auto at = [&](int64_t j) {
+      return cv::Point(static_cast<int>(std::lround(k[j][0] * factor)),
+                       static_cast<int>(std::lround(k[j][1] * factor)));
+    };
+    for (const auto& [edge, rgb] : options.keypoint_skeleton) {
+      if (!shown(edge[0]) || !shown(edge[1])) continue;
+      cv::line(canvas, at(edge[0]), at(edge[1]), cv::Scalar(rgb[2], rgb[1], rgb[0]), line,
+               cv::LINE_AA);
+    }
+    for (size_t j = 0; j < k.size(); ++j)
+      if (shown(static_cast<int64_t>(j)))
+        cv::circle(canvas, at(static_cast<int64_t>(j)), radius, cv::Scalar(0, 0, 255), cv::FILLED,
+                   cv::LINE_AA);
+  }
   for (size_t i : order) {
     if (instances[i].label.empty()) continue;
-    draw_label(canvas, instances[i].label, cv::Point(corner(i, 0), corner(i, 1)),
-               instance_color(i), style);
+    draw_label(canvas, instances[i].label, cv::Point(corner(i, 0), corner(i, 1)), instance_color(i),
+               style);
   }
   return canvas;
 }
@@ -184,13 +225,17 @@ cv::Mat draw_predictions(const cv::Mat& bgr, const structures::Instances& predic
   std::vector<DrawnInstance> instances(boxes.size());
   for (size_t i = 0; i < boxes.size(); ++i) {
     instances[i].box = boxes[i];
-    instances[i].label = fmt::format("{} {:.0f}%", class_label(classes[i].item<int64_t>(),
-                                                               class_names),
-                                     scores[i].item<double>() * 100);
+    instances[i].label =
+        fmt::format("{} {:.0f}%", class_label(classes[i].item<int64_t>(), class_names),
+                    scores[i].item<double>() * 100);
     if (masks.defined()) {
       instances[i].mask = cv::Mat(static_cast<int>(masks.size(1)), static_cast<int>(masks.size(2)),
                                   CV_8U, masks[i].data_ptr<uint8_t>());
     }
+  }
+  if (predictions.has("pred_keypoints")) {
+    auto keypoints = keypoints_of(predictions.tensor("pred_keypoints"));
+    for (size_t i = 0; i < instances.size(); ++i) instances[i].keypoints = std::move(keypoints[i]);
   }
   return draw_instances(bgr, instances, options);
 }
@@ -217,15 +262,19 @@ cv::Mat draw_ground_truth(const cv::Mat& bgr, const structures::Instances& targe
     } else if (const auto* masks = std::get_if<structures::BitMasks>(&field)) {
       bitmasks = masks->tensor().to(at::kCPU, at::kByte).contiguous();
       for (size_t i = 0; i < instances.size(); ++i) {
-        instances[i].mask = cv::Mat(static_cast<int>(bitmasks.size(1)),
-                                    static_cast<int>(bitmasks.size(2)), CV_8U,
-                                    bitmasks[i].data_ptr<uint8_t>());
+        instances[i].mask =
+            cv::Mat(static_cast<int>(bitmasks.size(1)), static_cast<int>(bitmasks.size(2)), CV_8U,
+                    bitmasks[i].data_ptr<uint8_t>());
       }
     }
   }
   for (size_t i = 0; i < instances.size(); ++i) {
     instances[i].box = boxes[i];
     instances[i].label = class_label(classes[i].item<int64_t>(), class_names);
+  }
+  if (targets.has("gt_keypoints")) {
+    auto keypoints = keypoints_of(targets.tensor("gt_keypoints"));
+    for (size_t i = 0; i < instances.size(); ++i) instances[i].keypoints = std::move(keypoints[i]);
   }
   return draw_instances(bgr, instances, options);
 }

@@ -1,8 +1,9 @@
 #pragma once
 // Drawing detections and ground truth onto images (Detectron2's Visualizer, with OpenCV): a
 // translucent mask with an outline, a box and a label ("person 87%") on a filled background,
-// each instance in its own colour. Images smaller than VisualizerOptions::min_short_side are
-// drawn enlarged so that labels stay legible.
+// each instance in its own colour; keypoints scoring above a threshold as red dots joined by the
+// dataset's skeleton (Detectron2's keypoint_connection_rules, each edge in its colour). Images
+// smaller than VisualizerOptions::min_short_side are drawn enlarged so that labels stay legible.
 //
 //   cv::Mat canvas = draw_predictions(bgr, instances, class_names);
 //   cv::imwrite("out.png", canvas);
@@ -18,8 +19,11 @@
 namespace detkit::visualization {
 
 struct VisualizerOptions {
-  double mask_alpha = 0.45;  // opacity of the mask fill
-  int min_short_side = 400;  // smaller images are enlarged (integer factor) before drawing
+  double mask_alpha = 0.45;          // opacity of the mask fill
+  int min_short_side = 400;          // smaller images are enlarged (integer factor) before drawing
+  double keypoint_threshold = 0.05;  // Detectron2's _KEYPOINT_THRESHOLD
+  /// Keypoint index pairs to join and their colours (RGB): Metadata::keypoint_skeleton().
+  std::vector<std::pair<std::array<int64_t, 2>, std::array<int, 3>>> keypoint_skeleton;
 };
 
 /// One object to draw, in the image's pixel coordinates.
@@ -28,6 +32,7 @@ struct DrawnInstance {
   std::string label;            // empty: no label
   cv::Mat mask;                 // CV_8U, image size, non-zero inside; empty: no mask
   std::vector<std::vector<cv::Point2d>> polygons;  // drawn as the mask when `mask` is empty
+  std::vector<std::array<double, 3>> keypoints;    // x, y, score (or visibility); empty: none
 };
 
 /// The colour of the k-th instance (BGR): hues spread by the golden ratio, so neighbours differ.
@@ -41,14 +46,14 @@ cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& ins
 /// "name" from `class_names`, or "class N" when the index is outside it.
 std::string class_label(int64_t class_index, const std::vector<std::string>& class_names);
 
-/// A model's predictions (pred_boxes, scores, pred_classes, optional pred_masks (R, H, W)),
-/// labelled "name 87%".
+/// A model's predictions (pred_boxes, scores, pred_classes, optional pred_masks (R, H, W) and
+/// pred_keypoints (R, K, 3)), labelled "name 87%".
 cv::Mat draw_predictions(const cv::Mat& bgr, const structures::Instances& predictions,
                          const std::vector<std::string>& class_names,
                          const VisualizerOptions& options = {});
 
-/// Training targets (gt_boxes, gt_classes, optional gt_masks as polygons or bitmasks), labelled
-/// with the class name.
+/// Training targets (gt_boxes, gt_classes, optional gt_masks as polygons or bitmasks and
+/// gt_keypoints (N, K, 3), visible and labelled points drawn), labelled with the class name.
 cv::Mat draw_ground_truth(const cv::Mat& bgr, const structures::Instances& targets,
                           const std::vector<std::string>& class_names,
                           const VisualizerOptions& options = {});

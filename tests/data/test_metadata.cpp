@@ -105,3 +105,27 @@ TEST(Metadata, ThingsThatDifferFromTheEntrysAreAnErrorNamingTheDataset) {
 
 }  // namespace
 }  // namespace detkit::data
+
+namespace detkit::data {
+namespace {
+
+TEST(Metadata, PersonSkeletonIsDetectron2sConnectionRules) {
+  const Metadata& m = global_metadata().get("keypoints_coco_2017_train");
+  const auto skeleton = m.keypoint_skeleton();
+  ASSERT_EQ(skeleton.size(), 14u);
+  EXPECT_EQ(skeleton[4].first, (std::array<int64_t, 2>{5, 6}));  // left - right shoulder
+  EXPECT_EQ(skeleton[4].second, (std::array<int, 3>{255, 128, 0}));
+  Metadata bad = m;
+  bad.keypoint_connection_rules.push_back({"nose", "tail", {0, 0, 0}});
+  try {
+    bad.keypoint_skeleton();
+    ADD_FAILURE() << "no error for an unknown keypoint";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keypoint_connection_rules names 'tail'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace detkit::data
