@@ -38,7 +38,9 @@ DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& c
   }
   options.mask_format =
       mask_format_from_config(cfg.get_bool("MODEL.MASK_ON"), cfg.get_string("INPUT.MASK_FORMAT"));
-  if (cfg.get_bool("MODEL.KEYPOINT_ON"))
+  // Only training maps keypoints (Detectron2 computes the indices for the test mapper too, so
+  // evaluating a dataset without keypoint metadata fails there for nothing).
+  if (is_train && cfg.get_bool("MODEL.KEYPOINT_ON"))
     options.keypoint_hflip_indices = keypoint_hflip_indices(cfg);
   return options;
 }

@@ -33,7 +33,7 @@ struct DatasetMapperOptions {
 };
 
 /// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,
-/// MODEL.MASK_ON and INPUT.MASK_FORMAT, and with MODEL.KEYPOINT_ON the flip indices of the first
+/// MODEL.MASK_ON and INPUT.MASK_FORMAT, and for training with MODEL.KEYPOINT_ON the flip indices of the first
 /// of DATASETS.TRAIN's metadata (create_keypoint_hflip_indices; every training dataset must name
 /// the same keypoints, MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS of them).
 DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train);
