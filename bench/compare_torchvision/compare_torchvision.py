@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """detkit vs torchvision side by side on this machine: training, inference and data loading
-images/s of Mask R-CNN, Faster R-CNN and RetinaNet R50-FPN, alternating A/B runs in one
-invocation (--models picks some of mask,faster,retinanet).
+images/s of Mask R-CNN, Faster R-CNN, RetinaNet and (inference only: shapes have no keypoints)
+Keypoint R-CNN R50-FPN, alternating A/B runs in one invocation (--models picks some of
+mask,faster,retinanet,keypoint).
 
     cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
 
@@ -26,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CONFIGS = {"mask": "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvision.yaml",
            "faster": "configs/Torchvision-Comparisons/faster_rcnn_R_50_FPN_torchvision.yaml",
-           "retinanet": "configs/Torchvision-Comparisons/retinanet_R_50_FPN_torchvision.yaml"}
+           "retinanet": "configs/Torchvision-Comparisons/retinanet_R_50_FPN_torchvision.yaml",
+           "keypoint": "configs/Torchvision-Comparisons/keypoint_rcnn_R_50_FPN_torchvision.yaml"}
 TARGETS = {"train": 1.3, "eval": 1.5, "data": 3.0}
 
 
@@ -92,7 +94,8 @@ def main():
             print(f"both sides on OpenBLAS's {chosen.group(1)} kernels", file=sys.stderr)
 
     plan = [(task, model) for task in args.tasks.split(",") for model in args.models.split(",")
-            if not (task == "data" and model != "mask")]  # one loader row: with masks
+            if not (task == "data" and model != "mask")  # one loader row: with masks
+            and not (task == "train" and model == "keypoint")]  # no keypoints to train on
     results = {}  # (task, model, side) -> [result per round]
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", file=sys.stderr, flush=True)

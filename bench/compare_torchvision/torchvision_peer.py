@@ -109,7 +109,8 @@ def build_model(args):
             weights=None, weights_backbone=None, num_classes=args.num_classes + 1,
             min_size=args.min_size, max_size=args.max_size, detections_per_img=100)
     build = {"mask": torchvision.models.detection.maskrcnn_resnet50_fpn,
-             "faster": torchvision.models.detection.fasterrcnn_resnet50_fpn}[args.model]
+             "faster": torchvision.models.detection.fasterrcnn_resnet50_fpn,
+             "keypoint": torchvision.models.detection.keypointrcnn_resnet50_fpn}[args.model]
     return build(weights=None, weights_backbone=None, num_classes=args.num_classes + 1,
                  min_size=args.min_size, max_size=args.max_size, box_score_thresh=0.0,
                  box_detections_per_img=100)
@@ -208,7 +209,7 @@ def log(args, i, times, data_times):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=["train", "eval", "data"], required=True)
-    parser.add_argument("--model", choices=["mask", "faster", "retinanet"], default="mask")
+    parser.add_argument("--model", choices=["mask", "faster", "retinanet", "keypoint"], default="mask")
     parser.add_argument("--dataset-dir", required=True,
                         help="made by detkit make-shapes: annotations/, train/, val/")
     parser.add_argument("--iters", type=int, required=True)

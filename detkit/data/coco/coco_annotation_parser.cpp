@@ -57,22 +57,35 @@ double polygons_area(const PodArray<uint64_t>& begins, const PodArray<double>& c
   return total;
 }
 
-// [x, y, width, height]: exactly four numbers.
-bool read_bbox(od::value& value, Element& el, std::array<double, 4>& box) {
+// Calls take(k, x) for each number x of the array at `path` ("." + key); false (after naming the
+// item) at the first item that is not a number or that take refuses. `count` gets the items read.
+template <typename Take>
+bool read_numbers(od::value& value, Element& el, const char* path, size_t& count, Take take) {
   od::array array;
-  if (!el.get_array(value, ".bbox", array)) return false;
-  size_t n = 0;
+  if (!el.get_array(value, path, array)) return false;
+  count = 0;
   for (auto item : array) {
     double x;
     if (simdjson::error_code e = item.get_double().get(x)) {
       od::value bad;
       if ((el.fatal = item.get(bad))) return false;
-      el.wrong_type(e, bad, fmt::format(".bbox[{}]", n), "a number");
+      el.wrong_type(e, bad, fmt::format("{}[{}]", path, count), "a number");
       return false;
     }
-    if (n < 4) box[n] = x;
-    ++n;
+    if (!take(count, x)) return false;
+    ++count;
   }
+  return true;
+}
+
+// [x, y, width, height]: exactly four numbers.
+bool read_bbox(od::value& value, Element& el, std::array<double, 4>& box) {
+  size_t n = 0;
+  if (!read_numbers(value, el, ".bbox", n, [&](size_t k, double x) {
+        if (k < 4) box[k] = x;
+        return true;
+      }))
+    return false;
   if (n != 4) {
     el.problem(fmt::format(".bbox: expected 4 numbers [x, y, width, height], got {}", n));
     return false;
@@ -144,26 +157,18 @@ void read_polygons(od::array& polygons, Element& el, AnnotationFields& f,
 
 // "keypoints": [x0, y0, v0, x1, y1, v1, ...], v in {0, 1, 2}, into the keypoint pool.
 bool read_keypoints(od::value& value, Element& el, AnnotationFields& f, PodArray<double>& pool) {
-  od::array array;
-  if (!el.get_array(value, ".keypoints", array)) return false;
   f.kpt_begin = static_cast<uint32_t>(pool.size());
   size_t n = 0;
-  for (auto item : array) {
-    double x;
-    if (simdjson::error_code e = item.get_double().get(x)) {
-      od::value bad;
-      if ((el.fatal = item.get(bad))) return false;
-      el.wrong_type(e, bad, fmt::format(".keypoints[{}]", n), "a number");
-      return false;
-    }
-    if (n % 3 == 2 && x != 0 && x != 1 && x != 2) {
-      el.problem(fmt::format(".keypoints[{}]: visibility of keypoint {} must be 0, 1 or 2, got {}",
-                             n, n / 3, x));
-      return false;
-    }
-    pool.push_back(x);
-    ++n;
-  }
+  if (!read_numbers(value, el, ".keypoints", n, [&](size_t k, double x) {
+        if (k % 3 == 2 && x != 0 && x != 1 && x != 2) {
+          el.problem(fmt::format(
+              ".keypoints[{}]: visibility of keypoint {} must be 0, 1 or 2, got {}", k, k / 3, x));
+          return false;
+        }
+        pool.push_back(x);
+        return true;
+      }))
+    return false;
   if (n % 3 != 0) {
     el.problem(
         fmt::format(".keypoints: {} values is not a multiple of 3 (x, y, v per keypoint)", n));
