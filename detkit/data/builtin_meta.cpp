@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "detkit/data/shapes/shapes_coco.h"
 #include "detkit/data/shapes/shapes_geometry.h"
 
 namespace detkit::data {
@@ -94,6 +95,15 @@ std::optional<Metadata> builtin_metadata(const std::string& name) {
       names.emplace_back(n);
     }
     m.set_things(names, ids);
+    return m;
+  }
+  if (name == "shapes_triangles_train" || name == "shapes_triangles_val") {
+    m.set_things({shape_category_name(kTriangle)}, {kTriangle});
+    for (const char* k : kTriangleKeypoints) m.keypoint_names.emplace_back(k);
+    m.keypoint_flip_map = {{"left", "right"}};
+    m.keypoint_connection_rules = {{"top", "left", {255, 128, 0}},
+                                   {"left", "right", {51, 153, 255}},
+                                   {"right", "top", {102, 0, 204}}};
     return m;
   }
   if (name == "shapes_train" || name == "shapes_val") {

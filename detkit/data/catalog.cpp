@@ -47,6 +47,8 @@ constexpr Builtin kBuiltins[] = {
      "coco/val2017"},
     {"shapes_train", "shapes/annotations/instances_train.json", "shapes/train"},
     {"shapes_val", "shapes/annotations/instances_val.json", "shapes/val"},
+    {"shapes_triangles_train", "shapes/annotations/triangle_keypoints_train.json", "shapes/train"},
+    {"shapes_triangles_val", "shapes/annotations/triangle_keypoints_val.json", "shapes/val"},
 };
 
 std::string join_path(const std::string& root, const std::string& relative) {

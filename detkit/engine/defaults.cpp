@@ -61,7 +61,7 @@ void make_missing_builtin_datasets(const config::CfgNode& cfg) {
   std::vector<std::string> names = cfg.get_string_list("DATASETS.TRAIN");
   for (const auto& n : cfg.get_string_list("DATASETS.TEST")) names.push_back(n);
   for (const auto& name : names) {
-    if (name != "shapes_train" && name != "shapes_val") continue;
+    if (name.rfind("shapes_", 0) != 0 || !data::global_catalog().contains(name)) continue;
     data::DatasetFiles files = data::global_catalog().get(name);
     if (fs::exists(files.json_file)) continue;
     data::ShapesOptions options;

@@ -160,7 +160,9 @@ TEST(CatalogTest, UnknownNamesListTheRegisteredOnes) {
                           0),
             0u)
       << message;
-  EXPECT_NE(message.find("shapes_train, shapes_val"), std::string::npos) << message;
+  EXPECT_NE(message.find("shapes_train, shapes_triangles_train, shapes_triangles_val, shapes_val"),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("DETKIT_DATASETS_REGISTER"), std::string::npos) << message;
   message = error_of([&] { catalog.get("zzzzzzzzzzzzzzzzzzzzzzz", "/r"); });
   EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;

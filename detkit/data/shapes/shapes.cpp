@@ -103,6 +103,10 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
   atomic_write(
       (fs::path(options.out_dir) / "annotations" / ("instances_" + split + ".json")).string(),
       shapes_coco_json(images));
+  atomic_write(
+      (fs::path(options.out_dir) / "annotations" / ("triangle_keypoints_" + split + ".json"))
+          .string(),
+      shapes_triangle_keypoints_json(images));
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 // Layout (COCO, as Detectron2's register_coco_instances expects):
 //   <out_dir>/annotations/instances_train.json   <out_dir>/train/000001.jpg ...
 //   <out_dir>/annotations/instances_val.json     <out_dir>/val/000001.jpg ...
+//   <out_dir>/annotations/triangle_keypoints_{train,val}.json: the triangles' corners as
+//   keypoints (top, left, right) of a one-category keypoint dataset, over the same images.
 // Categories: 1 "circle", 2 "triangle", 3 "rectangle". Each annotation's polygons describe the
 // visible part of its shape and rasterise (pycocotools) to exactly the pixels where it is on top.
 #include <cstdint>

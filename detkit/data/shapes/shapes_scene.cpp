@@ -126,7 +126,8 @@ ShapesScene render_scene(uint64_t seed, const SceneOptions& options) {
     for (int attempt = 0; attempt < kPlacementTries; ++attempt) {
       const ShapeOutline outline = sample_shape(random, width, height, min_size, max_size);
       ShapeRaster raster = rasterise_shape(outline, width, height);
-      SceneObject object{outline.category_id, raster.mask, cv::countNonZero(raster.mask)};
+      SceneObject object{outline.category_id, raster.mask, cv::countNonZero(raster.mask),
+                         outline.points};
       if (!acceptable_visible_part(object.visible, object.full_area, 1.0)) continue;
       if (!occlusion_acceptable(scene.objects, raster.mask, options.min_visible_fraction)) {
         continue;

@@ -22,6 +22,7 @@ struct SceneObject {
   cv::Mat visible;      // CV_8U, image-sized: 1 where the shape is the topmost (half-covered
                         // pixels count), no holes, and no fragment smaller than kMinFragmentArea
   int full_area = 0;    // pixels of the shape before occlusion
+  std::vector<cv::Point2d> outline;  // the shape's polygon (a triangle's three corners)
 };
 
 struct ShapesScene {

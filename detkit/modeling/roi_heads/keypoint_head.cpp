@@ -109,21 +109,19 @@ at::Tensor heatmaps_to_keypoints(const at::Tensor& maps_in, const at::Tensor& ro
   at::Tensor height_corrections = heights / heights_ceil;
   const int64_t num_rois = maps.size(0), num_keypoints = maps.size(1);
   at::Tensor xy_preds = at::zeros({rois.size(0), num_keypoints, 4}, maps.options());
-  at::Tensor keypoints_idx = at::arange(num_keypoints, at::kLong);
   for (int64_t i = 0; i < num_rois; ++i) {
     const int64_t out_h = static_cast<int64_t>(heights_ceil[i].item<float>());
     const int64_t out_w = static_cast<int64_t>(widths_ceil[i].item<float>());
     at::Tensor roi_map = at::upsample_bicubic2d(maps.narrow(0, i, 1), {out_h, out_w},
                                                 /*align_corners=*/false)
                              .select(0, 0);  // K x H x W
-    at::Tensor flat = roi_map.reshape({num_keypoints, -1});
-    at::Tensor max_score = std::get<0>(flat.max(1)).reshape({num_keypoints, 1, 1});
-    at::Tensor full = (roi_map - max_score).exp_();
-    at::Tensor pool = (maps[i] - max_score).exp_();
-    // Scores over the box's H x W, normalised over the pooled heatmap's cells, so that objects
-    // of different sizes get comparable scores (Detectron2's comment).
-    at::Tensor scores = full / pool.sum({1, 2}, /*keepdim=*/true);
-    at::Tensor pos = flat.argmax(1);
+    auto [max_score, pos] = roi_map.reshape({num_keypoints, -1}).max(1);
+    // Detectron2's score is the softmax over the box's H x W at the argmax, normalised over the
+    // pooled heatmap's cells: exp(roi_map - max) / sum(exp(maps[i] - max)). At the argmax the
+    // numerator is exp(0) = 1 exactly, so only the sum is computed (the same float32 bits,
+    // without two passes over the full-resolution map).
+    at::Tensor pool = (maps[i] - max_score.reshape({num_keypoints, 1, 1})).exp_();
+    at::Tensor scores = pool.sum({1, 2}).reciprocal();
     at::Tensor x_int = pos.remainder(out_w);
     at::Tensor y_int = (pos - x_int).div(out_w, "floor");
     at::Tensor x = (x_int.to(at::kFloat) + 0.5) * width_corrections[i];
@@ -131,8 +129,8 @@ at::Tensor heatmaps_to_keypoints(const at::Tensor& maps_in, const at::Tensor& ro
     at::Tensor out = xy_preds[i];
     out.select(1, 0).copy_(x + offset_x[i]);
     out.select(1, 1).copy_(y + offset_y[i]);
-    out.select(1, 2).copy_(roi_map.index({keypoints_idx, y_int, x_int}));
-    out.select(1, 3).copy_(scores.index({keypoints_idx, y_int, x_int}));
+    out.select(1, 2).copy_(max_score);
+    out.select(1, 3).copy_(scores);
   }
   return xy_preds;
 }

@@ -148,7 +148,7 @@ TEST(ShapesDataset, SameSeedGivesIdenticalBytesOtherSeedDiffers) {
   make_shapes(second);
   make_shapes(other);
   const std::vector<std::string> files = dataset_files(first.out_dir);
-  ASSERT_EQ(files.size(), 2u + first.num_train + first.num_val);
+  ASSERT_EQ(files.size(), 4u + first.num_train + first.num_val);  // 2 instances, 2 keypoint files
   ASSERT_EQ(dataset_files(second.out_dir), files);
   ASSERT_EQ(dataset_files(other.out_dir), files);
   int differing = 0;
@@ -208,6 +208,53 @@ TEST(ShapesDataset, ZeroImagesGiveEmptySplits) {
     EXPECT_TRUE(coco.at("annotations").empty());
     EXPECT_EQ(coco.at("categories").size(), 3u);
   }
+}
+
+}  // namespace
+}  // namespace detkit::data
+
+namespace detkit::data {
+namespace {
+
+// The triangle keypoints file: the instances file's triangles, same ids and boxes, three corners
+// each in the documented order, inside the triangle's box, loadable as a keypoint dataset.
+TEST(ShapesDataset, TriangleKeypointsAreTheTrianglesCorners) {
+  testing::TempDir dir("shapes_keypoints");
+  ShapesOptions options = small_options(dir.path("out"));
+  options.num_train = 12;
+  make_shapes(options);
+  const Json instances = load_split(options.out_dir, "train");
+  const Json keypoints =
+      Json::parse(read_file(options.out_dir + "/annotations/triangle_keypoints_train.json"));
+  ASSERT_EQ(keypoints["categories"].size(), 1u);
+  EXPECT_EQ(keypoints["categories"][0]["keypoints"],
+            (std::vector<std::string>{"top", "left", "right"}));
+  std::map<int, Json> triangles;
+  for (const auto& a : instances["annotations"])
+    if (a["category_id"] == 2) triangles[a["id"].get<int>()] = a;
+  ASSERT_EQ(keypoints["annotations"].size(), triangles.size());
+  ASSERT_GT(triangles.size(), 0u);
+  int visible = 0, hidden = 0;
+  for (const auto& a : keypoints["annotations"]) {
+    const Json& t = triangles.at(a["id"].get<int>());
+    EXPECT_EQ(a["bbox"], t["bbox"]);
+    const auto k = a["keypoints"].get<std::vector<double>>();
+    ASSERT_EQ(k.size(), 9u);
+    EXPECT_LE(k[1], k[4]);  // top has the smallest y
+    EXPECT_LE(k[1], k[7]);
+    EXPECT_LE(k[3], k[6]);  // left is left of right
+    for (int c = 0; c < 3; ++c) {
+      visible += k[3 * c + 2] == 2;
+      hidden += k[3 * c + 2] == 1;
+      // Corners lie on the triangle's outline, so within a pixel of its visible box when shown.
+      if (k[3 * c + 2] != 2) continue;
+      const auto b = t["bbox"].get<std::vector<double>>();
+      EXPECT_GE(k[3 * c] + 2, b[0]);
+      EXPECT_LE(k[3 * c] - 2, b[0] + b[2]);
+    }
+  }
+  EXPECT_EQ(visible + hidden, 3 * static_cast<int>(triangles.size()));
+  EXPECT_GT(visible, 0);
 }
 
 }  // namespace
