@@ -55,11 +55,16 @@ std::vector<ShapesAnnotation> annotate_scene(const ShapesScene& scene) {
   return annotations;
 }
 
-std::string shapes_coco_json(const std::vector<ShapesImage>& images) {
-  using Json = nlohmann::ordered_json;
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// info, images (ids from 1 in order) and annotations (ids from 1 in image order, iscrowd 0); with
+// `keypoints_only`, just the annotations with keypoints, keeping their ids, with their keypoints.
+Json shapes_json(const std::vector<ShapesImage>& images, const char* description,
+                 bool keypoints_only) {
   Json coco;
-  coco["info"] = {{"description", "detkit synthetic shapes: circles, triangles, rectangles"},
-                  {"version", "1.0"}};
+  coco["info"] = {{"description", description}, {"version", "1.0"}};
   coco["images"] = Json::array();
   coco["annotations"] = Json::array();
   int annotation_id = 0;
@@ -71,15 +76,29 @@ std::string shapes_coco_json(const std::vector<ShapesImage>& images) {
                               {"width", image.width},
                               {"height", image.height}});
     for (const ShapesAnnotation& annotation : image.annotations) {
-      coco["annotations"].push_back({{"id", ++annotation_id},
-                                     {"image_id", image_id},
-                                     {"category_id", annotation.category_id},
-                                     {"segmentation", annotation.segmentation},
-                                     {"area", annotation.area},
-                                     {"bbox", annotation.bbox},
-                                     {"iscrowd", 0}});
+      ++annotation_id;
+      if (keypoints_only && annotation.keypoints.empty()) continue;
+      Json a = {{"id", annotation_id},
+                {"image_id", image_id},
+                {"category_id", annotation.category_id},
+                {"segmentation", annotation.segmentation},
+                {"area", annotation.area},
+                {"bbox", annotation.bbox},
+                {"iscrowd", 0}};
+      if (keypoints_only) {
+        a["keypoints"] = annotation.keypoints;
+        a["num_keypoints"] = annotation.keypoints.size() / 3;
+      }
+      coco["annotations"].push_back(std::move(a));
     }
   }
+  return coco;
+}
+
+}  // namespace
+
+std::string shapes_coco_json(const std::vector<ShapesImage>& images) {
+  Json coco = shapes_json(images, "detkit synthetic shapes: circles, triangles, rectangles", false);
   coco["categories"] = Json::array();
   for (int id : {kCircle, kTriangle, kRectangle}) {
     coco["categories"].push_back(
@@ -89,34 +108,7 @@ std::string shapes_coco_json(const std::vector<ShapesImage>& images) {
 }
 
 std::string shapes_triangle_keypoints_json(const std::vector<ShapesImage>& images) {
-  using Json = nlohmann::ordered_json;
-  Json coco;
-  coco["info"] = {{"description", "detkit synthetic shapes: the corners of the triangles"},
-                  {"version", "1.0"}};
-  coco["images"] = Json::array();
-  coco["annotations"] = Json::array();
-  int annotation_id = 0;  // the ids of the instances file
-  for (size_t i = 0; i < images.size(); ++i) {
-    const ShapesImage& image = images[i];
-    const int image_id = static_cast<int>(i) + 1;
-    coco["images"].push_back({{"id", image_id},
-                              {"file_name", image.file_name},
-                              {"width", image.width},
-                              {"height", image.height}});
-    for (const ShapesAnnotation& annotation : image.annotations) {
-      ++annotation_id;
-      if (annotation.keypoints.empty()) continue;
-      coco["annotations"].push_back({{"id", annotation_id},
-                                     {"image_id", image_id},
-                                     {"category_id", annotation.category_id},
-                                     {"segmentation", annotation.segmentation},
-                                     {"area", annotation.area},
-                                     {"bbox", annotation.bbox},
-                                     {"iscrowd", 0},
-                                     {"keypoints", annotation.keypoints},
-                                     {"num_keypoints", 3}});
-    }
-  }
+  Json coco = shapes_json(images, "detkit synthetic shapes: the corners of the triangles", true);
   coco["categories"] = Json::array(
       {{{"id", kTriangle},
         {"name", shape_category_name(kTriangle)},
