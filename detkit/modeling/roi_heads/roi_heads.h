@@ -43,7 +43,8 @@ struct StandardROIHeadsOptions {
   bool keypoint_on = false;
 };
 
-/// An optional head and its pooler (the mask or the keypoint branch).
+/// An optional head and its pooler: the keypoint branch (the mask branch still comes as two
+/// arguments).
 template <typename Head>
 struct ROIBranch {
   std::optional<ROIPooler> pooler;
