@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <functional>
 
 #include "detkit/data/coco/coco.h"
 #include "detkit/distributed/comm.h"
@@ -25,11 +26,16 @@ const std::string kGroundTruth =
 // what `peer` holds (front first), recording this rank's inputs in `sent`.
 class PlayedRank : public distributed::Communicator {
  public:
-  PlayedRank(int rank, std::deque<at::Tensor> peer) : topology_{rank, 2, rank, 2}, peer_(std::move(peer)) {}
+  PlayedRank(int rank, std::deque<at::Tensor> peer)
+      : topology_{rank, 2, rank, 2}, peer_(std::move(peer)) {}
   const distributed::Topology& topology() const override { return topology_; }
   void barrier() override {}
-  void all_reduce_sum(std::vector<at::Tensor>&) override { ADD_FAILURE() << "unexpected all-reduce"; }
-  void broadcast(std::vector<at::Tensor>&, int) override { ADD_FAILURE() << "unexpected broadcast"; }
+  void all_reduce_sum(std::vector<at::Tensor>&) override {
+    ADD_FAILURE() << "unexpected all-reduce";
+  }
+  void broadcast(std::vector<at::Tensor>&, int) override {
+    ADD_FAILURE() << "unexpected broadcast";
+  }
   std::vector<at::Tensor> all_gather(const at::Tensor& input) override {
     sent.push_back(input.clone());
     at::Tensor other = input.clone();
@@ -37,7 +43,8 @@ class PlayedRank : public distributed::Communicator {
       other = peer_.front();
       peer_.pop_front();
     }
-    return topology_.rank == 0 ? std::vector{input.clone(), other} : std::vector{other, input.clone()};
+    return topology_.rank == 0 ? std::vector{input.clone(), other}
+                               : std::vector{other, input.clone()};
   }
   std::deque<at::Tensor> sent;
 
@@ -48,7 +55,8 @@ class PlayedRank : public distributed::Communicator {
 
 class AsRank {
  public:
-  explicit AsRank(std::shared_ptr<distributed::Communicator> c) : previous_(distributed::install(c)) {}
+  explicit AsRank(std::shared_ptr<distributed::Communicator> c)
+      : previous_(distributed::install(c)) {}
   ~AsRank() { distributed::install(previous_); }
 
  private:
@@ -70,11 +78,13 @@ structures::Instances detections_for(const data::CocoDataset& ds, size_t i) {
     score *= 0.9f;
     classes.push_back(cls);
     auto bytes = mask_ops::decode(rle);  // row-major (h, w)
-    masks.push_back(at::from_blob(bytes.data(), {image.height, image.width}, at::kByte).to(at::kBool));
+    masks.push_back(
+        at::from_blob(bytes.data(), {image.height, image.width}, at::kByte).to(at::kBool));
   };
   for (data::AnnotationView a : ds.annotations_of(i))
     if (!a.iscrowd() && a.segmentation_kind() == data::SegmentationKind::kPolygons)
-      add(a.bbox(), a.class_index(), mask_ops::from_polygons(a.polygons(), image.height, image.width));
+      add(a.bbox(), a.class_index(),
+          mask_ops::from_polygons(a.polygons(), image.height, image.width));
   add({1, 1, 20, 20}, 0, mask_ops::from_bbox({1, 1, 20, 20}, image.height, image.width));
   structures::Instances out(image.height, image.width);
   const auto n = static_cast<int64_t>(scores.size());
@@ -85,23 +95,24 @@ structures::Instances detections_for(const data::CocoDataset& ds, size_t i) {
   return out;
 }
 
-TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
-  if (!std::filesystem::exists(kGroundTruth)) GTEST_SKIP() << "shared data absent: " << kGroundTruth;
-  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kGroundTruth, ""));
-  ASSERT_GE(ds->num_images(), 3u);
-  const size_t n = std::min<size_t>(ds->num_images(), 6), half = n / 2;
-  const std::vector<IouType> tasks = {IouType::Bbox, IouType::Segm};
-  testing::TempDir dir("evaluator_gather");
+using Detections = std::function<structures::Instances(const data::CocoDataset&, size_t)>;
 
+// The first n images' detections evaluated by one process and by two played ranks (rank 1 the
+// second half); expects the same reports and the same results file, and returns the reports.
+std::map<std::string, CocoEvalReport> expect_two_ranks_report_what_one_does(
+    std::shared_ptr<const data::CocoDataset> ds, size_t n, const std::vector<IouType>& tasks,
+    const Detections& detections) {
+  const size_t half = n / 2;
+  testing::TempDir dir("evaluator_gather");
   COCOEvaluator one(ds, tasks, dir.path("one"));
-  for (size_t i = 0; i < n; ++i) one.process(ds->image(i).id, detections_for(*ds, i));
+  for (size_t i = 0; i < n; ++i) one.process(ds->image(i).id, detections(*ds, i));
   const auto expected = one.evaluate();
 
   auto rank1 = std::make_shared<PlayedRank>(1, std::deque<at::Tensor>{});
   {
     AsRank as(rank1);
     COCOEvaluator evaluator(ds, tasks, dir.path("rank1"));
-    for (size_t i = half; i < n; ++i) evaluator.process(ds->image(i).id, detections_for(*ds, i));
+    for (size_t i = half; i < n; ++i) evaluator.process(ds->image(i).id, detections(*ds, i));
     EXPECT_TRUE(evaluator.evaluate().empty()) << "rank 1 reported";
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path("rank1"))) << "rank 1 wrote results";
@@ -110,19 +121,64 @@ TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
   {
     AsRank as(rank0);
     COCOEvaluator evaluator(ds, tasks, dir.path("two"));
-    for (size_t i = 0; i < half; ++i) evaluator.process(ds->image(i).id, detections_for(*ds, i));
+    for (size_t i = 0; i < half; ++i) evaluator.process(ds->image(i).id, detections(*ds, i));
     gathered = evaluator.evaluate();
     EXPECT_EQ(evaluator.num_detections(), one.num_detections());
   }
-  ASSERT_EQ(gathered.size(), expected.size());
+  EXPECT_EQ(gathered.size(), expected.size());
   for (const auto& [task, report] : expected) {
-    std::cout << task << " AP " << report.stats[0] << " (one process) " << gathered.at(task).stats[0]
-              << " (two ranks)\n";
-    EXPECT_GT(report.stats[0], 0.05) << task;  // low: most images have no detections
-    for (int k = 0; k < 12; ++k) EXPECT_EQ(gathered.at(task).stats[k], report.stats[k]) << task << " " << k;
+    std::cout << task << " AP " << report.stats[0] << " (one process) "
+              << gathered.at(task).stats[0] << " (two ranks)\n";
+    EXPECT_EQ(gathered.at(task).stats, report.stats) << task;
   }
   EXPECT_EQ(read_file(dir.path("two/coco_instances_results.json")),
             read_file(dir.path("one/coco_instances_results.json")));
+  return expected;
+}
+
+TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
+  if (!std::filesystem::exists(kGroundTruth))
+    GTEST_SKIP() << "shared data absent: " << kGroundTruth;
+  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kGroundTruth, ""));
+  ASSERT_GE(ds->num_images(), 3u);
+  const auto reports = expect_two_ranks_report_what_one_does(
+      ds, std::min<size_t>(ds->num_images(), 6), {IouType::Bbox, IouType::Segm}, detections_for);
+  ASSERT_EQ(reports.size(), 2u);
+  for (const auto& [task, report] : reports)
+    EXPECT_GT(report.stats[0], 0.05) << task;  // low: most images have no detections
+}
+
+// Keypoint detections gathered from two ranks: the synthetic person keypoints, each detection
+// the ground truth's keypoints in the model's continuous coordinates (+ 0.5), moved 1.5 px right.
+TEST(COCOEvaluatorGather, TwoRanksReportKeypointAPAsOneProcess) {
+  const std::string gt = std::string(DETKIT_SHARED_DIR) +
+                         "/fixtures/cocoeval_keypoints/person_keypoints_val2017_synth.json";
+  if (!std::filesystem::exists(gt)) GTEST_SKIP() << "shared fixture absent: " << gt;
+  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(gt, ""));
+  const Detections keypoints = [](const data::CocoDataset& d, size_t i) {
+    std::vector<float> boxes, scores, points;
+    for (data::AnnotationView a : d.annotations_of(i)) {
+      if (a.num_keypoints() == 0) continue;
+      const auto b = a.bbox();
+      for (double v : {b[0], b[1], b[0] + b[2], b[1] + b[3]}) boxes.push_back(float(v));
+      scores.push_back(0.9f - 0.01f * float(scores.size()));
+      const data::CoordSpan k = a.keypoints();
+      for (size_t j = 0; j < k.size; j += 3)
+        points.insert(points.end(), {float(k[j] + 2.0), float(k[j + 1] + 0.5), 0.8f});
+    }
+    const auto n = static_cast<int64_t>(scores.size());
+    structures::Instances out(d.image(i).height, d.image(i).width);
+    out.set("pred_boxes", structures::Boxes(at::tensor(boxes).reshape({n, 4})));
+    out.set("scores", at::tensor(scores));
+    out.set("pred_classes", at::zeros({n}, at::kLong));
+    out.set("pred_keypoints", at::tensor(points).reshape({n, 17, 3}));
+    return out;
+  };
+  const auto reports = expect_two_ranks_report_what_one_does(
+      ds, std::min<size_t>(ds->num_images(), 12), {IouType::Bbox, IouType::Keypoints}, keypoints);
+  ASSERT_EQ(reports.count("keypoints"), 1u);
+  EXPECT_EQ(reports.at("keypoints").stats.size(), 10u);
+  EXPECT_GT(reports.at("keypoints").stats[1], 0.1);  // AP50
 }
 
 }  // namespace
