@@ -1,5 +1,6 @@
 // Keypoint COCOeval (OKS): pycocotools' numbers on the synthetic person keypoints of ../shared,
 // hand-worked OKS values, and results files with the wrong number of keypoints named.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "detkit/data/coco/coco.h"
 #include "detkit/evaluation/coco_eval.h"
+#include "detkit/evaluation/coco_evaluator.h"
 #include "detkit/evaluation/coco_report.h"
 #include "detkit/evaluation/coco_results.h"
 #include "detkit/evaluation/keypoint_oks.h"
@@ -107,6 +109,57 @@ TEST(KeypointResults, WrongCountsAndValuesAreNamed) {
   EXPECT_EQ(d[0].area, 18.0);
   EXPECT_EQ(d[0].bbox, (std::array<double, 4>{1, 2, 3, 6}));
   EXPECT_EQ(d[1].area, 100.0);
+}
+
+// Keypoint lists that do not fit the OKS sigmas are errors naming the object, in COCOeval and in
+// the evaluator a model's predictions go through.
+TEST(KeypointCOCOeval, KeypointCountsThatDoNotFitTheSigmasAreNamed) {
+  EvalObject gt;
+  gt.id = 5, gt.image_id = 1, gt.category_id = 1, gt.area = 100, gt.num_keypoints = 1;
+  gt.keypoints = {1, 1, 2, 2, 2, 2};  // two keypoints
+  EvalParams params = default_eval_params(IouType::Keypoints);
+  try {
+    COCOeval eval({gt}, {}, {1}, {1}, IouType::Keypoints, params);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ground-truth annotation 5 of image 1 has 6 keypoint "
+                                         "values; the 17 OKS sigmas need 51"),
+              std::string::npos)
+        << e.what();
+  }
+  params.kpt_oks_sigmas = {0.1, 0.1};
+  COCOeval fits({gt}, {}, {1}, {1}, IouType::Keypoints, params);  // two sigmas: accepted
+}
+
+TEST(KeypointCOCOevaluator, PredictionsOfAnotherShapeOrCountAreNamed) {
+  const std::string gt = kFixtures + "person_keypoints_val2017_synth.json";
+  if (!std::filesystem::exists(gt)) GTEST_SKIP() << "shared fixture absent: " << gt;
+  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(gt, ""));
+  structures::Instances p(ds->image(0).height, ds->image(0).width);
+  p.set("pred_boxes", structures::Boxes(at::tensor({1.f, 1.f, 9.f, 9.f}).reshape({1, 4})));
+  p.set("scores", at::tensor({0.9f}));
+  p.set("pred_classes", at::zeros({1}, at::kLong));
+  COCOEvaluator evaluator(ds, {IouType::Keypoints}, "");
+  p.set("pred_keypoints", at::zeros({1, 17}));
+  try {
+    evaluator.process(ds->image(0).id, p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pred_keypoints must be (R, K, 3), got [1, 17]"),
+              std::string::npos)
+        << e.what();
+  }
+  p.set("pred_keypoints", at::zeros({1, 3, 3}));  // 3 keypoints, COCO's 17 sigmas
+  evaluator.process(ds->image(0).id, p);
+  try {
+    evaluator.evaluate();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the model predicts 3 keypoints, but there are 17 OKS "
+                                         "sigmas (TEST.KEYPOINT_OKS_SIGMAS"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -71,10 +71,30 @@ TEST(RegistryErrors, RetinaNetAndCascadeNameTheirBadSettings) {
        "MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS has 3 entries for 2 stages"},
       {{"MODEL.ROI_BOX_CASCADE_HEAD.IOUS", "[0.4, 0.6, 0.7]"},
        "MODEL.ROI_BOX_CASCADE_HEAD.IOUS[0] must equal MODEL.ROI_HEADS.IOU_THRESHOLDS[0]"},
+      {{"MODEL.KEYPOINT_ON", "True"},
+       "MODEL.KEYPOINT_ON True with MODEL.ROI_HEADS.NAME CascadeROIHeads is not supported"},
   };
   for (const auto& [setting, expected] : cases) {
     std::vector<std::string> overrides =
         setting[0].rfind("MODEL.RETINANET.", 0) == 0 ? retinanet : cascade;
+    overrides.insert(overrides.end(), setting.begin(), setting.end());
+    std::string message = "no error";
+    try {
+      build_model(testing::small_config(overrides));
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n got: " << message;
+  }
+}
+
+TEST(RegistryErrors, KeypointHeadNamesItsBadSettings) {
+  for (const auto& [setting, expected] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS", "0"},
+            "MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS must be positive, got 0"},
+           {{"MODEL.ROI_KEYPOINT_HEAD.NAME", "KRCNNHead"}, "MODEL.ROI_KEYPOINT_HEAD.NAME"}}) {
+    std::vector<std::string> overrides = {"MODEL.KEYPOINT_ON", "True"};
     overrides.insert(overrides.end(), setting.begin(), setting.end());
     std::string message = "no error";
     try {
