@@ -10,6 +10,7 @@ PACKAGES=(
   libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
   python3-torchvision
+  clang-14 libclang-rt-14-dev  # the libFuzzer builds of fuzz/ (ASan + UBSan)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,4 +1,5 @@
-// detkit: one binary, Detectron2's commands. Errors print on one line and exit non-zero.
+// detkit: one binary, Detectron2's commands. Errors print on one line and exit non-zero; a
+// training run stopped by SIGTERM / SIGINT after saving its checkpoint exits 75 (EX_TEMPFAIL).
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "detkit/utils/blas.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/logging.h"
+#include "detkit/utils/stop_signal.h"
 #include "detkit/utils/threads.h"
 #include "tools/commands.h"
 
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
   // Before anything else: on a CPU OpenBLAS does not know, start again with the right kernels.
   detkit::restart_with_better_blas_kernels(argv);
   detkit::configure_allocator();
+  detkit::ignore_file_size_signal();  // a full disk is an error naming the file, not a kill
   detkit::setup_logging();
   CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
   app.require_subcommand(1);
@@ -46,6 +49,9 @@ int main(int argc, char** argv) {
       if (code >= 0) return code;
     }
     return 1;
+  } catch (const detkit::Preempted& e) {  // stopped on a signal, its checkpoint saved
+    std::cerr << "detkit: stopped: " << e.what() << "\n";
+    return detkit::kPreemptedExitCode;
   } catch (const std::exception& e) {
     std::cerr << "detkit: error: " << e.what() << "\n";
     return 1;

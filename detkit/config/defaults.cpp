@@ -200,6 +200,12 @@ void define_input_and_data(CfgNode& c) {
   c.define("DATALOADER.REPEAT_THRESHOLD", 0.0);
   c.define("DATALOADER.REPEAT_SQRT", true);
   c.define("DATALOADER.FILTER_EMPTY_ANNOTATIONS", true);
+  // detkit's: a training image that is missing, truncated, corrupt or wrongly sized. "skip"
+  // warns once per file, lists it in OUTPUT_DIR/bad_images.txt and uses another image; "error"
+  // stops naming it (Detectron2's behaviour). More than MAX_BAD_IMAGE_FRACTION of the images read
+  // being bad (judged from 200 read on) stops training.
+  c.define("DATALOADER.ON_BAD_IMAGE", "skip");
+  c.define("DATALOADER.MAX_BAD_IMAGE_FRACTION", 0.05);
 }
 
 void define_solver_and_test(CfgNode& c) {
@@ -265,6 +271,12 @@ CfgNode make_defaults() {
 CfgNode get_cfg() {
   static const CfgNode defaults = make_defaults();
   return defaults;
+}
+
+const std::vector<std::string>& detkit_only_keys() {
+  static const std::vector<std::string> keys = {"DATALOADER.MAX_BAD_IMAGE_FRACTION",
+                                                "DATALOADER.ON_BAD_IMAGE"};
+  return keys;
 }
 
 }  // namespace detkit::config

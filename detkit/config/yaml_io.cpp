@@ -46,10 +46,14 @@ bool needs_quotes(const std::string& s) {
 
 std::string yaml_scalar(const CfgValue& v) {
   switch (v.kind()) {
-    case CfgValue::Kind::Null: return "null";
-    case CfgValue::Kind::Bool: return v.as_bool() ? "true" : "false";
-    case CfgValue::Kind::Int: return std::to_string(v.as_int());
-    case CfgValue::Kind::Float: return format_float(v.as_float());
+    case CfgValue::Kind::Null:
+      return "null";
+    case CfgValue::Kind::Bool:
+      return v.as_bool() ? "true" : "false";
+    case CfgValue::Kind::Int:
+      return std::to_string(v.as_int());
+    case CfgValue::Kind::Float:
+      return format_float(v.as_float());
     case CfgValue::Kind::String: {
       const std::string& s = v.as_string();
       if (!needs_quotes(s)) return s;
@@ -57,7 +61,8 @@ std::string yaml_scalar(const CfgValue& v) {
       for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
       return out + "'";
     }
-    case CfgValue::Kind::List: return "[]";  // only empty lists are written inline
+    case CfgValue::Kind::List:
+      return "[]";  // only empty lists are written inline
   }
   return "";
 }
@@ -87,7 +92,8 @@ struct YamlIO {
   CfgValue to_value(const YAML::Node& node, const std::string& key, const std::string& file,
                     bool top_level = true) {
     switch (node.Type()) {
-      case YAML::NodeType::Null: return CfgValue();
+      case YAML::NodeType::Null:
+        return CfgValue();
       case YAML::NodeType::Scalar: {
         CfgValue v = node.Tag() == "!" ? CfgValue(node.Scalar()) : resolve_plain(node.Scalar());
         if (top_level && v.kind() == CfgValue::Kind::String) v = parse_literal(v.as_string());
@@ -106,7 +112,13 @@ struct YamlIO {
 
   void apply(const YAML::Node& mapping, const std::string& prefix, const std::string& file) {
     for (const auto& entry : mapping) {
-      std::string name = entry.first.as<std::string>();
+      if (!entry.first.IsScalar())  // YAML allows a list or mapping as a key ("? [a, b]")
+        throw Error("config file " + file + ", line " +
+                    std::to_string(entry.first.Mark().line + 1) + ": a key " +
+                    (prefix.empty() ? "" : "under '" + prefix.substr(0, prefix.size() - 1) + "' ") +
+                    "is a " + (entry.first.IsSequence() ? "list" : "mapping") +
+                    ", not a config key name");
+      std::string name = entry.first.Scalar();
       if (prefix.empty() && name == "_BASE_") continue;
       std::string key = prefix + name;
       const YAML::Node& value = entry.second;
@@ -144,8 +156,9 @@ struct YamlIO {
     try {
       doc = YAML::LoadFile(canonical);
     } catch (const YAML::Exception& e) {
-      throw Error("config file " + path + ": YAML error at line " + std::to_string(e.mark.line + 1) +
-                  ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+      throw Error("config file " + path + ": YAML error at line " +
+                  std::to_string(e.mark.line + 1) + ", column " +
+                  std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
     if (doc.IsNull()) return;  // an empty file changes nothing
     if (!doc.IsMap()) throw Error("config file " + path + " must hold a mapping of config keys");

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <opencv2/core.hpp>
+
 #include "detkit/data/image/image_io.h"
 #include "detkit/data/metadata.h"
 #include "detkit/utils/error.h"
@@ -64,18 +66,26 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
                                                  SampleRng& rng) const {
   const ImageView record = dataset.image(image_index);
   const std::string path = dataset.image_path(image_index);
-  const std::string image_id = "image id " + std::to_string(record.id);
+  // A file that cannot be used is a BadImage naming the file, the image and its annotations.
+  auto bad = [&](const std::string& what) {
+    std::string ids;
+    for (const AnnotationView a : dataset.annotations_of(image_index))
+      ids += (ids.empty() ? "" : ", ") + std::to_string(a.id());
+    return BadImage(what + " (image id " + std::to_string(record.id) + ", " +
+                    (ids.empty() ? "no annotations" : "annotation ids " + ids) + ")");
+  };
   cv::Mat image;
   try {
     image = read_image(path, options_.image_format);
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (" + image_id + ")");
+    throw bad(e.what());
+  } catch (const cv::Exception& e) {
+    throw bad(path + ": OpenCV could not decode it: " + e.what());
   }
   if (image.cols != record.width || image.rows != record.height) {
-    throw Error(path + ": decoded image is " + std::to_string(image.cols) + "x" +
-                std::to_string(image.rows) + " (width x height) but " + dataset.json_file() +
-                " says " + std::to_string(record.width) + "x" + std::to_string(record.height) +
-                " (" + image_id + ")");
+    throw bad(path + ": decoded image is " + std::to_string(image.cols) + "x" +
+              std::to_string(image.rows) + " (width x height) but " + dataset.json_file() +
+              " says " + std::to_string(record.width) + "x" + std::to_string(record.height));
   }
   TransformList transforms =
       apply_augmentations(options_.augmentations, image.rows, image.cols, rng);
@@ -85,6 +95,7 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
   input.image = image_to_tensor(image);
   input.height = record.height;
   input.width = record.width;
+  input.file_name = path;
   if (options_.is_train) {
     input.instances = transform_instance_targets(
         dataset, image_index, transforms, image.rows, image.cols, options_.mask_format,

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "detkit/config/cfg_node.h"
+#include "detkit/data/bad_images.h"
 #include "detkit/data/coco/coco_dataset.h"
 #include "detkit/data/instance_targets.h"
 #include "detkit/data/transforms/augmentation.h"
@@ -33,9 +34,9 @@ struct DatasetMapperOptions {
 };
 
 /// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,
-/// MODEL.MASK_ON and INPUT.MASK_FORMAT, and for training with MODEL.KEYPOINT_ON the flip indices of the first
-/// of DATASETS.TRAIN's metadata (create_keypoint_hflip_indices; every training dataset must name
-/// the same keypoints, MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS of them).
+/// MODEL.MASK_ON and INPUT.MASK_FORMAT, and for training with MODEL.KEYPOINT_ON the flip indices of
+/// the first of DATASETS.TRAIN's metadata (create_keypoint_hflip_indices; every training dataset
+/// must name the same keypoints, MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS of them).
 DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& cfg, bool is_train);
 
 /// The keypoint flip indices for MODEL.KEYPOINT_ON, as above; errors name the dataset and key.
@@ -45,7 +46,8 @@ class DatasetMapper {
  public:
   explicit DatasetMapper(DatasetMapperOptions options);
 
-  /// Maps image `image_index` of `dataset`; every random draw comes from `rng`. Thread-safe.
+  /// Maps image `image_index` of `dataset`; every random draw comes from `rng`. Thread-safe. An
+  /// image file that is missing, unreadable or of another size than the file says is a BadImage.
   structures::ModelInput operator()(const CocoDataset& dataset, size_t image_index,
                                     SampleRng& rng) const;
 

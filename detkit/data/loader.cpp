@@ -21,7 +21,10 @@ size_t window(int num_workers, size_t batch_size) {
 
 TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, DatasetMapper mapper,
                          TrainLoaderOptions options)
-    : dataset_(std::move(dataset)), mapper_(std::move(mapper)), options_(std::move(options)) {
+    : dataset_(std::move(dataset)),
+      mapper_(std::move(mapper)),
+      options_(std::move(options)),
+      bad_images_(options_.bad_images) {
   if (options_.batch_size == 0) throw Error("TrainLoader: batch size must be at least 1");
   if (options_.sampler == "TrainingSampler") {
     sampler_ = std::make_unique<TrainingSampler>(dataset_->size(), options_.seed, options_.rank,
@@ -49,10 +52,40 @@ TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, Datase
 }
 
 structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) {
-  SampleRng rng(options_.seed, options_.rank + position * options_.world_size);
-  DetectionDataset::Location loc = dataset_->at(index);
-  ++samples_mapped_;
-  return mapper_(*loc.dataset, loc.image_index, rng);
+  const size_t original = index;
+  while (true) {
+    // Every attempt draws from the sample's own stream position: a substitute is augmented as
+    // the image it replaces would have been.
+    SampleRng rng(options_.seed, options_.rank + position * options_.world_size);
+    DetectionDataset::Location loc = dataset_->at(index);
+    ++samples_mapped_;
+    bad_images_.count_read();
+    try {
+      return mapper_(*loc.dataset, loc.image_index, rng);
+    } catch (const BadImage& bad) {
+      bad_images_.record(index, bad);           // throws with ON_BAD_IMAGE error, or too many bad
+      index = substitute_for(index, original);  // throws when none is left
+    }
+  }
+}
+
+size_t TrainLoader::substitute_for(size_t index, size_t original) const {
+  auto bucket = [&](size_t i) {
+    const DetectionDataset::Location loc = dataset_->at(i);
+    const ImageView image = loc.dataset->image(loc.image_index);
+    return AspectRatioGrouper::bucket_of(image.height, image.width);
+  };
+  const size_t n = dataset_->size();
+  const int wanted = grouper_ ? bucket(original) : 0;
+  for (size_t step = 1; step < n; ++step) {
+    const size_t candidate = (index + step) % n;
+    if (candidate == original || bad_images_.known_bad(candidate)) continue;
+    if (!grouper_ || bucket(candidate) == wanted) return candidate;
+  }
+  throw Error("every image that could replace a bad one is bad (" + std::to_string(n) +
+              " images in the training set); the list is in " +
+              (options_.bad_images.list_file.empty() ? std::string("the warnings")
+                                                     : options_.bad_images.list_file));
 }
 
 uint64_t TrainLoader::fast_forward() {
@@ -142,6 +175,7 @@ TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, 
   options.repeat_sqrt = cfg.get_bool("DATALOADER.REPEAT_SQRT");
   options.rank = rank;
   options.world_size = world_size;
+  options.bad_images = bad_image_options_from_config(cfg, rank);
   if (seed) {
     options.seed = *seed;
   } else if (cfg.get_int("SEED") >= 0) {

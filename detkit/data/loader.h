@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "detkit/config/cfg_node.h"
-#include "detkit/data/samplers/aspect_ratio_grouping.h"
+#include "detkit/data/bad_images.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
 #include "detkit/data/ordered_mapper.h"
+#include "detkit/data/samplers/aspect_ratio_grouping.h"
 #include "detkit/data/samplers/samplers.h"
 
 namespace detkit::data {
@@ -42,6 +43,11 @@ struct TrainLoaderOptions {
   double repeat_threshold = 0.0;            // RepeatFactorTrainingSampler only
   bool repeat_sqrt = true;
   int64_t start_batch = 0;  // batches already consumed (a resumed run's start iteration)
+  /// DATALOADER.ON_BAD_IMAGE and what goes with it (data/bad_images.h). With kSkip a sample whose
+  /// image is bad is replaced by the next image of the dataset in the same aspect-ratio class
+  /// (any image without grouping) that is not bad, with the sample's own augmentation draws: the
+  /// batches then depend on the seed and the files only, and a resumed run repeats them.
+  BadImageOptions bad_images;
 };
 
 /// An infinite stream of training batches.
@@ -55,17 +61,23 @@ class TrainLoader {
   const DetectionDataset& dataset() const { return *dataset_; }
   /// Samples this loader has mapped (decoded and augmented) so far, prefetched ones included.
   uint64_t samples_mapped() const { return samples_mapped_.load(); }
+  /// Samples whose image was bad and was replaced (DATALOADER.ON_BAD_IMAGE skip).
+  uint64_t bad_images_replaced() const { return bad_images_.replaced(); }
 
  private:
   /// Consumes options_.start_batch batches from the sampler without mapping; returns this rank's
   /// stream position after them and adds to the grouper the samples drawn for later batches.
   uint64_t fast_forward();
   structures::ModelInput map_sample(uint64_t position, size_t index);
+  /// The image that stands in for bad image `index`: the next one in dataset order (wrapping) of
+  /// the same aspect-ratio class, or of any class without grouping, not known to be bad.
+  size_t substitute_for(size_t index, size_t original) const;
 
   std::shared_ptr<const DetectionDataset> dataset_;
   DatasetMapper mapper_;
   TrainLoaderOptions options_;
   std::atomic<uint64_t> samples_mapped_{0};
+  BadImageTracker bad_images_;
   std::unique_ptr<Sampler> sampler_;
   std::optional<AspectRatioGrouper> grouper_;
   std::unique_ptr<OrderedMapper> stream_;  // last: its threads use the members above
@@ -97,7 +109,8 @@ class TestLoader {
   std::unique_ptr<OrderedMapper> stream_;
 };
 
-/// Options from the config: SOLVER.IMS_PER_BATCH / world_size (must divide), DATALOADER.*,
+/// Options from the config: SOLVER.IMS_PER_BATCH / world_size (must divide), DATALOADER.* (the
+/// bad-image list in OUTPUT_DIR),
 /// and SEED (a random seed, logged, when negative; with world_size > 1 pass `seed` so every
 /// rank uses the same one).
 TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, int rank = 0,

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "detkit/utils/error.h"
+#include "detkit/utils/stop_signal.h"
 
 extern char** environ;
 
@@ -31,13 +32,15 @@ void check_launch_options(const LaunchOptions& o) {
                 std::to_string(o.num_machines - 1) + " (--num-machines " +
                 std::to_string(o.num_machines) + ")");
   if (o.timeout.count() < 1)
-    throw Error("--dist-timeout must be at least 1 second, got " + std::to_string(o.timeout.count()));
+    throw Error("--dist-timeout must be at least 1 second, got " +
+                std::to_string(o.timeout.count()));
 }
 
 namespace {
 int free_local_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(std::string("--dist-url auto: cannot open a socket: ") + std::strerror(errno));
+  if (fd < 0)
+    throw Error(std::string("--dist-url auto: cannot open a socket: ") + std::strerror(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -46,7 +49,8 @@ int free_local_port() {
                   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   const int err = errno;
   close(fd);
-  if (!ok) throw Error(std::string("--dist-url auto: no free port on 127.0.0.1: ") + std::strerror(err));
+  if (!ok)
+    throw Error(std::string("--dist-url auto: no free port on 127.0.0.1: ") + std::strerror(err));
   return ntohs(addr.sin_port);
 }
 }  // namespace
@@ -54,8 +58,9 @@ int free_local_port() {
 MasterAddress resolve_dist_url(const std::string& url, int num_machines) {
   if (url == "auto") {
     if (num_machines > 1)
-      throw Error("--dist-url auto works on one machine only; give every machine machine 0's "
-                  "tcp://HOST:PORT");
+      throw Error(
+          "--dist-url auto works on one machine only; give every machine machine 0's "
+          "tcp://HOST:PORT");
     return {"127.0.0.1", free_local_port()};
   }
   auto bad = [&](const std::string& why) {
@@ -71,8 +76,9 @@ MasterAddress resolve_dist_url(const std::string& url, int num_machines) {
     host = host.substr(1, host.size() - 2);
   if (host.empty()) throw bad("no host");
   const std::string port = rest.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535)
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535)
     throw bad("the port must be a number in 1..65535");
   return {host, std::stoi(port)};
 }
@@ -111,22 +117,26 @@ std::vector<std::string> own_command_line() {
 }
 
 namespace {
-volatile sig_atomic_t g_signal = 0;
-void remember_signal(int sig) { g_signal = sig; }
+volatile sig_atomic_t g_signal = 0, g_signals = 0;  // the last signal, and how many came
+void remember_signal(int sig) {
+  g_signal = sig;
+  g_signals = g_signals + 1;
+}
 
 struct Worker {
   int rank = 0;
   pid_t pid = -1;
   bool running = false;
-  std::string ending;  // how it ended when it failed: "exited with code 1", "was killed by ..."
+  bool finished = false;   // exited 0
+  bool preempted = false;  // stopped on a signal after its checkpoint (kPreemptedExitCode)
+  std::string ending;      // how it ended when it failed: "exited with code 1", "was killed by ..."
 };
 
 std::string describe_ending(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + " (SIG" + (name ? name : "?") + ")";
+    return "was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")";
   }
   return "ended with status " + std::to_string(status);
 }
@@ -162,6 +172,9 @@ pid_t start_worker(const std::vector<std::string>& argv, const std::vector<std::
   return pid;
 }
 
+// How long the workers get to finish their step and save after a stop signal before SIGKILL.
+constexpr auto kStopGrace = std::chrono::seconds(120);
+
 void signal_all(std::vector<Worker>& workers, int sig) {
   for (const Worker& w : workers)
     if (w.running) kill(w.pid, sig);
@@ -173,17 +186,19 @@ void launch(const std::vector<std::string>& command, const LaunchOptions& option
   const MasterAddress master = resolve_dist_url(options.dist_url, options.num_machines);
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   const int threads = std::max(1, cores / options.num_processes);
-  spdlog::info("Launching {} worker processes on machine {} of {} (ranks {}..{} of {}), "
-               "rendezvous {}:{}, {} threads each unless --num-threads or DETKIT_NUM_THREADS say",
-               options.num_processes, options.machine_rank, options.num_machines,
-               options.machine_rank * options.num_processes,
-               (options.machine_rank + 1) * options.num_processes - 1,
-               options.num_machines * options.num_processes, master.host, master.port, threads);
+  spdlog::info(
+      "Launching {} worker processes on machine {} of {} (ranks {}..{} of {}), "
+      "rendezvous {}:{}, {} threads each unless --num-threads or DETKIT_NUM_THREADS say",
+      options.num_processes, options.machine_rank, options.num_machines,
+      options.machine_rank * options.num_processes,
+      (options.machine_rank + 1) * options.num_processes - 1,
+      options.num_machines * options.num_processes, master.host, master.port, threads);
 
-  struct sigaction on_signal {}, old_int{}, old_term{};
+  struct sigaction on_signal {
+  }, old_int{}, old_term{};
   on_signal.sa_handler = remember_signal;
   sigemptyset(&on_signal.sa_mask);
-  g_signal = 0;
+  g_signal = g_signals = 0;
   sigaction(SIGINT, &on_signal, &old_int);
   sigaction(SIGTERM, &on_signal, &old_term);
 
@@ -213,28 +228,40 @@ void launch(const std::vector<std::string>& command, const LaunchOptions& option
     throw;
   }
 
-  int interrupted = 0;
+  int interrupted = 0, forwarded = 0;
   auto running = [&] {
     return std::count_if(workers.begin(), workers.end(), [](const Worker& w) { return w.running; });
   };
   while (running() > 0) {
-    if (g_signal && !interrupted) {  // pass the user's Ctrl-C or the scheduler's SIGTERM on
+    // Pass the user's Ctrl-C or the scheduler's SIGTERM on: the workers save a checkpoint after
+    // their step and exit; a second signal, passed on too, makes them exit at once.
+    if (g_signals > forwarded) {
+      forwarded = g_signals;
+      if (!interrupted) kill_after = std::chrono::steady_clock::now() + kStopGrace;
       interrupted = g_signal;
       stopping = true;
       signal_all(workers, interrupted);
-      kill_after = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
-      auto w = std::find_if(workers.begin(), workers.end(), [&](const Worker& x) { return x.pid == pid; });
+      auto w = std::find_if(workers.begin(), workers.end(),
+                            [&](const Worker& x) { return x.pid == pid; });
       if (w == workers.end()) continue;
       w->running = false;
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      w->finished = clean;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode) {
+        w->preempted = true;  // every rank stops after the same step: the others follow
+        continue;
+      }
       // A worker that ends while the others are being stopped was stopped, unless it failed first.
-      const bool stopped_by_us = stopping && WIFSIGNALED(status) &&
-                                 (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL ||
-                                  WTERMSIG(status) == interrupted);
+      // (A worker a second signal stopped exits with 128 + that signal.)
+      const bool stopped_by_us =
+          stopping &&
+          ((WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGKILL ||
+                                    WTERMSIG(status) == interrupted)) ||
+           (interrupted && WIFEXITED(status) && WEXITSTATUS(status) == 128 + interrupted));
       if (!clean && !stopped_by_us) {
         failures.push_back("rank " + std::to_string(w->rank) + " (pid " + std::to_string(pid) +
                            ") " + describe_ending(status));
@@ -253,11 +280,24 @@ void launch(const std::vector<std::string>& command, const LaunchOptions& option
     for (size_t i = 1; i < failures.size(); ++i) message += "; then " + failures[i];
     throw Error("distributed launch: " + message + "; the other ranks were stopped");
   }
-  if (interrupted) {
-    const char* name = sigabbrev_np(interrupted);
-    throw Error(std::string("distributed launch: interrupted by SIG") + (name ? name : "?") +
+  const auto preempted =
+      std::count_if(workers.begin(), workers.end(), [](const Worker& w) { return w.preempted; });
+  const auto finished =
+      std::count_if(workers.begin(), workers.end(), [](const Worker& w) { return w.finished; });
+  if (preempted == static_cast<long>(workers.size()))
+    throw Preempted(
+        "distributed launch: every rank of this machine stopped after saving a "
+        "checkpoint" +
+        (interrupted ? " (" + signal_name(interrupted) + ")" : "") +
+        "; run the same command with --resume to continue");
+  // A signal that came too late to stop anything (the last evaluation) leaves a finished job.
+  if (interrupted && finished < static_cast<long>(workers.size()) && preempted == 0)
+    throw Error("distributed launch: interrupted by " + signal_name(interrupted) +
                 "; the workers were stopped");
-  }
+  if (preempted > 0)
+    throw Error("distributed launch: " + std::to_string(preempted) + " of " +
+                std::to_string(workers.size()) +
+                " ranks stopped on a signal after a checkpoint, the others ended normally");
 }
 
 }  // namespace detkit::distributed

@@ -11,10 +11,10 @@
 namespace detkit::distributed {
 
 struct LaunchOptions {
-  int num_processes = 1;  // --num-gpus: workers on this machine
-  int num_machines = 1;   // --num-machines
-  int machine_rank = 0;   // --machine-rank
-  std::string dist_url = "auto";  // --dist-url
+  int num_processes = 1;               // --num-gpus: workers on this machine
+  int num_machines = 1;                // --num-machines
+  int machine_rank = 0;                // --machine-rank
+  std::string dist_url = "auto";       // --dist-url
   std::chrono::seconds timeout{1800};  // --dist-timeout
 };
 
@@ -32,7 +32,8 @@ void check_launch_options(const LaunchOptions& options);
 MasterAddress resolve_dist_url(const std::string& url, int num_machines);
 
 /// The variables worker `local_rank` gets on top of this process's environment: RANK,
-/// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, DETKIT_LAUNCHED=1, and DETKIT_NUM_THREADS
+/// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, DETKIT_LAUNCHED=1, and
+/// DETKIT_NUM_THREADS
 /// (`threads`) unless the environment sets it already. Global rank = machine rank × processes
 /// per machine + local rank.
 std::vector<std::string> worker_variables(const LaunchOptions& options, const MasterAddress& master,
@@ -41,7 +42,10 @@ std::vector<std::string> worker_variables(const LaunchOptions& options, const Ma
 /// Starts options.num_processes workers running `command` (argv[0] is ignored: they run this
 /// executable) and waits for them. Returns when every worker exited 0; otherwise stops the rest
 /// (SIGTERM, then SIGKILL after 10 s) and throws a detkit::Error naming each failed rank with its
-/// exit code or signal. SIGINT / SIGTERM sent to the launcher are passed on to the workers.
+/// exit code or signal. SIGINT / SIGTERM sent to the launcher are passed on to the workers, each
+/// one (a second makes them exit at once); they get 120 s to finish their step and save before
+/// SIGKILL. Workers that all exit with kPreemptedExitCode (stopped after saving) make it throw a
+/// detkit::Preempted; workers stopped before they could save, a detkit::Error.
 void launch(const std::vector<std::string>& command, const LaunchOptions& options);
 
 /// This process's own command line (/proc/self/cmdline).

@@ -19,6 +19,7 @@
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "detkit/utils/logging.h"
+#include "detkit/utils/stop_signal.h"
 
 namespace detkit::engine {
 
@@ -143,7 +144,16 @@ void DefaultTrainer::train() {
                                                std::min(start_iter_, max_iter));
   broadcast_weights_from_main(*model_);  // every rank starts from rank 0's weights
   trainer_ = std::make_unique<Trainer>(
-      model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
+      model_, *optimizer_,
+      [this] {
+        auto batch = loader_->next_batch();
+        // DATALOADER.ON_BAD_IMAGE skip: how many samples this rank replaced so far.
+        if (const uint64_t bad = loader_->bad_images_replaced())
+          trainer_->storage().put_scalar("data/bad_images", static_cast<double>(bad),
+                                         /*smoothing_hint=*/false);
+        return batch;
+      },
+      seed_);
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
@@ -154,11 +164,21 @@ void DefaultTrainer::train() {
   if (distributed::is_main_process())  // the job's metrics and console lines come from rank 0
     trainer_->register_hook(
         std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
+  // Last, so that it sees a signal that came during any other hook (an evaluation).
+  auto preemption = std::make_shared<PreemptionHook>(*checkpointer_, *scheduler_);
+  trainer_->register_hook(preemption);
   if (start_iter_ >= max_iter) {
     spdlog::info("Training already finished ({} >= SOLVER.MAX_ITER {})", start_iter_, max_iter);
     return;
   }
+  const StopSignalGuard stop_signals;  // SIGTERM / SIGINT: checkpoint after this step, exit
   trainer_->train(start_iter_, max_iter);
+  if (trainer_->stopped_early())
+    throw Preempted(fmt::format(
+        "training stopped by {} after iteration {}{}; run the same command with --resume to "
+        "continue",
+        signal_name(preemption->stopped_by()), trainer_->iter(),
+        preemption->saved().empty() ? "" : ", saved to " + preemption->saved()));
   distributed::synchronize();  // rank 0's last checkpoint is on disk before any rank returns
 }
 

@@ -1,11 +1,16 @@
 #include "detkit/engine/hooks.h"
 
+#include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/writers.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/stop_signal.h"
 
 namespace detkit::engine {
 
@@ -34,23 +39,53 @@ void IterationTimer::after_train(Trainer& t) {
 
 void LRSchedulerHook::after_step(Trainer& t) {
   // Detectron2's LRScheduler hook: the lr of the group with the most parameters.
-  const solver::Optimizer& opt = t.optimizer();
-  size_t best = 0;
-  for (size_t g = 1; g < opt.num_groups(); ++g)
-    if (opt.group(g).params.size() > opt.group(best).params.size()) best = g;
-  t.storage().put_scalar("lr", opt.num_groups() == 0 ? 0.0 : opt.group(best).lr,
-                         /*smoothing_hint=*/false);
+  t.storage().put_scalar("lr", reported_lr(t.optimizer()), /*smoothing_hint=*/false);
   scheduler_.step();
+}
+
+checkpoint::CheckpointState training_state(Trainer& t, solver::LRMultiplier& scheduler) {
+  checkpoint::CheckpointState state;
+  state["optimizer"] = t.optimizer().state();
+  state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler.state_dict());
+  state["world_size"] = static_cast<int64_t>(distributed::get_world_size());
+  state["iteration"] = t.iter();
+  return state;
 }
 
 void PeriodicCheckpointerHook::after_step(Trainer& t) {
   if (!distributed::is_main_process()) return;  // one copy of the job's checkpoints, rank 0's
-  checkpoint::CheckpointState state;
-  state["optimizer"] = t.optimizer().state();
-  state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler_.state_dict());
-  // So that a resumed run knows whether its sampler is sharded as this one's was.
-  state["world_size"] = static_cast<int64_t>(distributed::get_world_size());
-  checkpointer_.step(t.iter(), state);
+  checkpointer_.step(t.iter(), training_state(t, scheduler_));
+}
+
+namespace {
+// The stop signal every rank agrees on: the highest any rank got (0: none).
+int agreed_stop_signal() {
+  const int mine = stop_requested();
+  if (distributed::get_world_size() == 1) return mine;
+  const at::Tensor all =
+      at::stack(distributed::communicator().all_gather(at::full({1}, mine, at::kInt)));
+  return all.max().item<int>();
+}
+}  // namespace
+
+void PreemptionHook::after_step(Trainer& t) {
+  if (t.iter() + 1 >= t.max_iter()) return;  // training is over: model_final is being written
+  const int sig = agreed_stop_signal();
+  if (sig == 0) return;
+  stopped_by_ = sig;
+  if (distributed::is_main_process()) {
+    const std::string name = fmt::format("model_{:07d}", t.iter());
+    const std::string last = checkpointer_.last_checkpoint();
+    // The periodic checkpointer may have written this very iteration already.
+    if (std::filesystem::path(last).filename() == name + ".pth")
+      saved_ = last;
+    else
+      saved_ = checkpointer_.save(name, training_state(t, scheduler_));
+  }
+  spdlog::info("{} received: stopping after iteration {}{}", signal_name(sig), t.iter(),
+               saved_.empty() ? "" : ", checkpoint " + saved_);
+  distributed::synchronize();  // rank 0's checkpoint is on disk before any rank exits
+  t.request_stop();
 }
 
 void EvalHook::run(Trainer& t) {

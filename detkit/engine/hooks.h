@@ -46,6 +46,33 @@ class PeriodicCheckpointerHook : public HookBase {
   solver::LRMultiplier& scheduler_;
 };
 
+/// SIGTERM / SIGINT on any rank (a utils/stop_signal.h StopSignalGuard catches them): after the
+/// step during which it came, every rank agrees to stop (one all-gather per step with several
+/// ranks, so all stop after the same step), rank 0 writes model_{iter:07d}.pth and
+/// last_checkpoint as the periodic checkpointer does, all ranks wait for it, and the trainer is
+/// asked to stop. Nothing happens after the last iteration: the final checkpoint is written then.
+class PreemptionHook : public HookBase {
+ public:
+  PreemptionHook(checkpoint::Checkpointer& checkpointer, solver::LRMultiplier& scheduler)
+      : checkpointer_(checkpointer), scheduler_(scheduler) {}
+  void after_step(Trainer& t) override;
+  /// The signal that stopped training (the highest number when ranks got different ones); 0
+  /// when none did.
+  int stopped_by() const { return stopped_by_; }
+  /// The checkpoint written for the stop ("" when none was, or on ranks other than 0).
+  const std::string& saved() const { return saved_; }
+
+ private:
+  checkpoint::Checkpointer& checkpointer_;
+  solver::LRMultiplier& scheduler_;
+  int stopped_by_ = 0;
+  std::string saved_;
+};
+
+/// What a training checkpoint holds besides the model: optimizer, scheduler, iteration and the
+/// world size (so that a resumed run knows whether its sampler is sharded as this one's was).
+checkpoint::CheckpointState training_state(Trainer& t, solver::LRMultiplier& scheduler);
+
 /// Runs `evaluate` every `period` iterations (0: never) and after the last one; the model is put
 /// in eval mode for it and back in training mode after. Results are logged by `evaluate`.
 class EvalHook : public HookBase {

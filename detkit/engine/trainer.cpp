@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -32,6 +33,14 @@ void broadcast_weights_from_main(modeling::MetaArch& model) {
   distributed::broadcast_from_main(state);
 }
 
+double reported_lr(const solver::Optimizer& opt) {
+  if (opt.num_groups() == 0) return 0.0;
+  size_t best = 0;
+  for (size_t g = 1; g < opt.num_groups(); ++g)
+    if (opt.group(g).params.size() > opt.group(best).params.size()) best = g;
+  return opt.group(best).lr;
+}
+
 namespace {
 Error stopped_at(int64_t iter, const std::string& what) {
   return Error("iteration " + std::to_string(iter) + ": " + what +
@@ -47,6 +56,7 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   start_iter_ = iter_ = start_iter;
   max_iter_ = max_iter;
   skipped_steps_ = 0;
+  stop_requested_ = false;
   storage_.set_iter(start_iter);
   spdlog::info("Starting training from iteration {}", start_iter);
   reducer_.reset();
@@ -67,14 +77,24 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
     try {
       run_step();
     } catch (const c10::Error& e) {  // a TORCH_CHECK: its message without libtorch's backtrace
-      throw stopped_at(iter_, e.what_without_backtrace());
+      throw stopped_at(iter_, e.what_without_backtrace() + step_context());
     } catch (const std::exception& e) {
-      throw stopped_at(iter_, e.what());
+      throw stopped_at(iter_, e.what() + step_context());
     }
     for (auto& h : hooks_) h->after_step(*this);
+    if (stop_requested_) break;
   }
-  iter_ = max_iter_ - 1;  // Detectron2's trainer.iter after the loop: the last iteration run
+  // Detectron2's trainer.iter after the loop: the last iteration run.
+  if (!stop_requested_) iter_ = max_iter_ - 1;
   for (auto& h : hooks_) h->after_train(*this);
+}
+
+std::string Trainer::step_context() const {
+  std::string files;
+  for (const std::string& f : batch_files_)
+    if (!f.empty()) files += (files.empty() ? "" : ", ") + f;
+  return fmt::format("; lr {:.6g}", reported_lr(optimizer_)) +
+         (files.empty() ? "" : "; this rank's images: " + files);
 }
 
 void Trainer::run_step() {
@@ -88,6 +108,8 @@ void Trainer::run_step() {
 std::vector<structures::ModelInput> Trainer::fetch_batch() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<structures::ModelInput> batch = data_();
+  batch_files_.clear();
+  for (const auto& input : batch) batch_files_.push_back(input.file_name);
   data_time_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // With several ranks sum_losses records it, as its maximum over the ranks.
   if (distributed::get_world_size() == 1) storage_.put_scalar("data_time", data_time_);

@@ -9,7 +9,8 @@
 //
 // Hooks run before/after training and before/after each step (timer, LR schedule, checkpoints,
 // evaluation, writers). Any exception raised inside a step, a TORCH_CHECK of an op included,
-// reaches the caller as a detkit::Error that names the iteration. Randomness inside a step
+// reaches the caller as a detkit::Error that names the iteration, the learning rate and this
+// rank's images of the batch. Randomness inside a step
 // (anchor/proposal sampling) is seeded from (seed, iteration, rank) so a resumed run repeats the
 // uninterrupted one exactly.
 #include <functional>
@@ -39,13 +40,19 @@ using BatchSource = std::function<std::vector<structures::ModelInput>()>;
 
 class Trainer {
  public:
-  Trainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer,
-          BatchSource data, uint64_t seed);
+  Trainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer, BatchSource data,
+          uint64_t seed);
   virtual ~Trainer() = default;
 
   void register_hook(std::shared_ptr<HookBase> hook) { hooks_.push_back(std::move(hook)); }
-  /// Runs iterations start_iter .. max_iter - 1.
+  /// Runs iterations start_iter .. max_iter - 1, or up to the one after which a hook called
+  /// request_stop(); iter() is then the last iteration run.
   void train(int64_t start_iter, int64_t max_iter);
+  /// Ends train() once every hook's after_step of this iteration has run (after_train hooks
+  /// still run): how a signal stops training at a step boundary.
+  void request_stop() { stop_requested_ = true; }
+  /// Whether the last train() ended on request_stop() before max_iter.
+  bool stopped_early() const { return stop_requested_ && iter_ + 1 < max_iter_; }
   /// One iteration: the phases above, in order.
   void run_step();
 
@@ -71,8 +78,9 @@ class Trainer {
   /// The loss dict of `batch`, with the in-step generator seeded for this iteration.
   virtual structures::LossDict forward(const std::vector<structures::ModelInput>& batch);
   /// Their sum; records each loss and "total_loss" (with several ranks, their means over the
-  /// ranks, and "data_time", its maximum). A non-finite sum is a detkit::Error naming every term, raised before any weight
-  /// changes; with several ranks every rank raises it at the same step, naming the rank.
+  /// ranks, and "data_time", its maximum). A non-finite sum is a detkit::Error naming every term,
+  /// raised before any weight changes; with several ranks every rank raises it at the same step,
+  /// naming the rank.
   virtual at::Tensor sum_losses(const structures::LossDict& losses);
   /// Fresh gradients of `total` (the previous step's are dropped first).
   virtual void backward(const at::Tensor& total);
@@ -91,10 +99,18 @@ class Trainer {
   std::vector<std::shared_ptr<HookBase>> hooks_;
   EventStorage storage_;
   int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
-  double data_time_ = 0;  // this rank's wait for the current batch
+  bool stop_requested_ = false;
+  double data_time_ = 0;                  // this rank's wait for the current batch
+  std::vector<std::string> batch_files_;  // the current batch's images, for step_context()
+  /// "; lr 0.02; this rank's images: a.jpg, b.jpg": what an error inside a step adds.
+  std::string step_context() const;
   // Several ranks: averages the gradients, overlapping backward (made by train()).
   std::unique_ptr<distributed::GradientReducer> reducer_;
 };
+
+/// The learning rate Detectron2 reports: that of the group with the most parameters (0 when
+/// there is no group).
+double reported_lr(const solver::Optimizer& optimizer);
 
 /// The seed of iteration `iter`'s in-step randomness (sampling of anchors and proposals) on
 /// `rank`: ranks sample differently from one another, each the same on every run.

@@ -1,16 +1,15 @@
 #include "detkit/engine/writers.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
-#include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
 
 namespace detkit::engine {
 
@@ -65,13 +64,13 @@ void PeriodicWriter::write(Trainer& t) {
   for (const auto& [name, value] : s.latest_with_smoothing_hint(window))
     if (value.second > last_written_) lines[value.second][name] = value.first;
   if (lines.empty()) return;
-  std::ofstream out(metrics_json_, std::ios::app);
-  if (!out) throw Error("cannot append to '" + metrics_json_ + "'");
+  std::string text;
   for (auto& [it, line] : lines) {
     line["iteration"] = it;
-    out << line.dump() << "\n";  // nlohmann::json objects keep their keys sorted
-    last_written_ = std::max(last_written_, it);
+    text += line.dump() + "\n";  // nlohmann::json objects keep their keys sorted
   }
+  append_whole(metrics_json_, text);  // a failed write leaves no half line
+  last_written_ = std::max(last_written_, lines.rbegin()->first);
 }
 
 }  // namespace detkit::engine

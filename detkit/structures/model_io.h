@@ -18,6 +18,7 @@ struct ModelInput {
   at::Tensor image;               // (C, H, W) float, in INPUT.FORMAT channel order, 0..255, resized
   int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
   std::optional<Instances> instances;  // training targets, in the resized frame
+  std::string file_name;  // the image file it came from (Detectron2's "file_name"), for messages
 };
 
 /// Training losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...); the trainer sums them.

@@ -28,15 +28,19 @@ TEST(ConfigErrors, UnknownKeyInFileNamesKeyFileAndCloseMatch) {
   testing::TempDir tmp("cfg_unknown");
   auto path = tmp.write("bad.yaml", "MODEL:\n  RPN:\n    POST_NMS_TOPK_TRAINN: 10\n");
   CfgNode cfg = get_cfg();
-  expect_error([&] { cfg.merge_from_file(path); },
-               {"MODEL.RPN.POST_NMS_TOPK_TRAINN", path, "did you mean 'MODEL.RPN.POST_NMS_TOPK_TRAIN'"});
+  expect_error(
+      [&] { cfg.merge_from_file(path); },
+      {"MODEL.RPN.POST_NMS_TOPK_TRAINN", path, "did you mean 'MODEL.RPN.POST_NMS_TOPK_TRAIN'"});
   EXPECT_EQ(cfg, get_cfg());  // nothing applied
 }
 
 TEST(ConfigErrors, UnknownKeyOnCommandLine) {
   CfgNode cfg = get_cfg();
-  expect_error([&] { cfg.merge_from_list({"SOLVER.BASE_LRR", "0.1"}); },
-               {"SOLVER.BASE_LRR", "command-line", "SOLVER.BASE_LR'"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"SOLVER.BASE_LRR", "0.1"});
+      },
+      {"SOLVER.BASE_LRR", "command-line", "SOLVER.BASE_LR'"});
   expect_error([&] { cfg.merge_from_list({"TOTALLY.DIFFERENT", "1"}); }, {"TOTALLY.DIFFERENT"});
 }
 
@@ -44,16 +48,29 @@ TEST(ConfigErrors, TypeThatDoesNotFit) {
   testing::TempDir tmp("cfg_type");
   auto path = tmp.write("bad.yaml", "SOLVER:\n  MAX_ITER: 0.5\n");
   CfgNode cfg = get_cfg();
-  expect_error([&] { cfg.merge_from_file(path); }, {"SOLVER.MAX_ITER", path, "expected a int", "0.5"});
-  expect_error([&] { cfg.merge_from_list({"SOLVER.BASE_LR", "fast"}); },
-               {"SOLVER.BASE_LR", "expected a float", "'fast'"});
-  expect_error([&] { cfg.merge_from_list({"INPUT.MIN_SIZE_TRAIN", "800"}); },
-               {"INPUT.MIN_SIZE_TRAIN", "expected a list"});
-  expect_error([&] { cfg.merge_from_list({"INPUT.MIN_SIZE_TRAIN", "('a', 'b')"}); },
-               {"INPUT.MIN_SIZE_TRAIN", "list of int"});
+  expect_error([&] { cfg.merge_from_file(path); },
+               {"SOLVER.MAX_ITER", path, "expected a int", "0.5"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"SOLVER.BASE_LR", "fast"});
+      },
+      {"SOLVER.BASE_LR", "expected a float", "'fast'"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"INPUT.MIN_SIZE_TRAIN", "800"});
+      },
+      {"INPUT.MIN_SIZE_TRAIN", "expected a list"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"INPUT.MIN_SIZE_TRAIN", "('a', 'b')"});
+      },
+      {"INPUT.MIN_SIZE_TRAIN", "list of int"});
   expect_error([&] { cfg.merge_from_list({"MODEL.MASK_ON", "1"}); }, {"MODEL.MASK_ON", "bool"});
-  expect_error([&] { cfg.merge_from_list({"SOLVER.MAX_ITER", "None"}); },
-               {"SOLVER.MAX_ITER", "None is not allowed"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"SOLVER.MAX_ITER", "None"});
+      },
+      {"SOLVER.MAX_ITER", "None is not allowed"});
   auto section = tmp.write("section.yaml", "MODEL: 3\n");
   expect_error([&] { cfg.merge_from_file(section); }, {"'MODEL'", "is a section", section});
   auto mapping = tmp.write("mapping.yaml", "SOLVER:\n  BASE_LR:\n    X: 1\n");
@@ -66,7 +83,8 @@ TEST(ConfigErrors, MissingBaseNamesBothFiles) {
   auto path = tmp.write("child.yaml", "_BASE_: \"missing/parent.yaml\"\nSEED: 3\n");
   CfgNode cfg = get_cfg();
   expect_error([&] { cfg.merge_from_file(path); }, {"missing/parent.yaml", path, "does not exist"});
-  expect_error([&] { cfg.merge_from_file(tmp.path("nope.yaml")); }, {"nope.yaml", "does not exist"});
+  expect_error([&] { cfg.merge_from_file(tmp.path("nope.yaml")); },
+               {"nope.yaml", "does not exist"});
 }
 
 TEST(ConfigErrors, BaseCycleIsNamed) {
@@ -74,9 +92,22 @@ TEST(ConfigErrors, BaseCycleIsNamed) {
   tmp.write("a.yaml", "_BASE_: b.yaml\n");
   tmp.write("b.yaml", "_BASE_: sub/../a.yaml\n");
   CfgNode cfg = get_cfg();
-  expect_error([&] { cfg.merge_from_file(tmp.path("a.yaml")); }, {"_BASE_ cycle", "a.yaml -> ", "b.yaml"});
+  expect_error([&] { cfg.merge_from_file(tmp.path("a.yaml")); },
+               {"_BASE_ cycle", "a.yaml -> ", "b.yaml"});
   tmp.write("self.yaml", "_BASE_: self.yaml\n");
   expect_error([&] { cfg.merge_from_file(tmp.path("self.yaml")); }, {"_BASE_ cycle"});
+}
+
+// Found by fuzz/yaml_config_fuzzer: YAML's complex keys ("? [a, b]") used to escape as
+// yaml-cpp's bad-conversion exception.
+TEST(ConfigErrors, AKeyThatIsAListOrMappingIsNamed) {
+  testing::TempDir tmp("config_complex_key");
+  const std::string file = tmp.write("k.yaml", "MODEL:\n  ? [WEIGHTS, x]\n  : 1\n");
+  CfgNode cfg = get_cfg();
+  expect_error([&] { cfg.merge_from_file(file); },
+               {"config file " + file +
+                ", line 2: a key under 'MODEL' is a list, not a config "
+                "key name"});
 }
 
 TEST(ConfigErrors, BaseIsRelativeToTheIncludingFile) {
@@ -100,8 +131,11 @@ TEST(ConfigErrors, YamlSyntaxErrorNamesFileAndLine) {
 
 TEST(ConfigErrors, OddOverrideList) {
   CfgNode cfg = get_cfg();
-  expect_error([&] { cfg.merge_from_list({"SOLVER.BASE_LR", "0.1", "SOLVER.MAX_ITER"}); },
-               {"KEY VALUE", "SOLVER.MAX_ITER"});
+  expect_error(
+      [&] {
+        cfg.merge_from_list({"SOLVER.BASE_LR", "0.1", "SOLVER.MAX_ITER"});
+      },
+      {"KEY VALUE", "SOLVER.MAX_ITER"});
   EXPECT_EQ(cfg.get_float("SOLVER.BASE_LR"), 0.001);  // all or nothing
 }
 

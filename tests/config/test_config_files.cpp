@@ -1,10 +1,10 @@
 // The configs in configs/ and Detectron2's own config dump load, dump and reload unchanged.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
-
-#include <yaml-cpp/yaml.h>
 
 #include "detkit/config/defaults.h"
 #include "tests/support/temp_dir.h"
@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::string kConfigs = std::string(DETKIT_SOURCE_DIR) + "/configs/";
-const std::string kDetectron2Dump = std::string(DETKIT_SHARED_DIR) + "/fixtures/detectron2/config.yaml";
+const std::string kDetectron2Dump =
+    std::string(DETKIT_SHARED_DIR) + "/fixtures/detectron2/config.yaml";
 
 void collect_yaml_leaf_keys(const YAML::Node& node, const std::string& prefix,
                             std::vector<std::string>& out) {
@@ -76,13 +77,17 @@ TEST(ConfigFiles, Detectron2DumpLoadsUnchangedWithTheSameKeys) {
   EXPECT_EQ(cfg.get_int("MODEL.RESNETS.STEM_OUT_CHANNELS"), 16);
   EXPECT_EQ(cfg.get("MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS").as_float_list_list()[0],
             (std::vector<double>{10, 10, 5, 5}));  // read through a YAML alias
-  // The dump holds exactly Detectron2's keys: none missing (loading would have failed) and none
-  // extra.
+  // detkit's keys are exactly Detectron2's (none missing: loading would have failed) plus the
+  // documented detkit_only_keys().
   std::vector<std::string> theirs;
   collect_yaml_leaf_keys(YAML::LoadFile(kDetectron2Dump), "", theirs);
-  std::sort(theirs.begin(), theirs.end());
-  EXPECT_EQ(cfg.leaf_keys(), theirs);
-  EXPECT_EQ(theirs.size(), get_cfg().leaf_keys().size());
+  std::vector<std::string> expected = theirs;
+  expected.insert(expected.end(), detkit_only_keys().begin(), detkit_only_keys().end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(cfg.leaf_keys(), expected);
+  EXPECT_EQ(expected.size(), get_cfg().leaf_keys().size());
+  for (const std::string& key : detkit_only_keys())
+    EXPECT_EQ(std::count(theirs.begin(), theirs.end(), key), 0) << key << " is Detectron2's";
 }
 
 TEST(ConfigFiles, Detectron2DumpDiffersFromOurDefaultsOnlyWhereTheFixtureNarrowedIt) {
@@ -93,17 +98,26 @@ TEST(ConfigFiles, Detectron2DumpDiffersFromOurDefaultsOnlyWhereTheFixtureNarrowe
   for (const auto& key : ours.leaf_keys())
     if (ours.get(key) != fixture.get(key)) differing.insert(key);
   // The fixture's README lists what it narrowed; everything else must be Detectron2's default.
-  std::set<std::string> narrowed = {
-      "MODEL.RESNETS.STEM_OUT_CHANNELS", "MODEL.RESNETS.WIDTH_PER_GROUP",
-      "MODEL.RESNETS.RES2_OUT_CHANNELS", "MODEL.FPN.OUT_CHANNELS", "MODEL.ROI_BOX_HEAD.FC_DIM",
-      "MODEL.ROI_MASK_HEAD.CONV_DIM", "INPUT.MIN_SIZE_TEST", "INPUT.MAX_SIZE_TEST",
-      "INPUT.MIN_SIZE_TRAIN", "INPUT.MAX_SIZE_TRAIN", "INPUT.RANDOM_FLIP",
-      "MODEL.RPN.BATCH_SIZE_PER_IMAGE", "MODEL.RPN.POSITIVE_FRACTION",
-      "MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE", "MODEL.ROI_HEADS.POSITIVE_FRACTION",
-      "MODEL.DEVICE", "MODEL.WEIGHTS"};
+  std::set<std::string> narrowed = {"MODEL.RESNETS.STEM_OUT_CHANNELS",
+                                    "MODEL.RESNETS.WIDTH_PER_GROUP",
+                                    "MODEL.RESNETS.RES2_OUT_CHANNELS",
+                                    "MODEL.FPN.OUT_CHANNELS",
+                                    "MODEL.ROI_BOX_HEAD.FC_DIM",
+                                    "MODEL.ROI_MASK_HEAD.CONV_DIM",
+                                    "INPUT.MIN_SIZE_TEST",
+                                    "INPUT.MAX_SIZE_TEST",
+                                    "INPUT.MIN_SIZE_TRAIN",
+                                    "INPUT.MAX_SIZE_TRAIN",
+                                    "INPUT.RANDOM_FLIP",
+                                    "MODEL.RPN.BATCH_SIZE_PER_IMAGE",
+                                    "MODEL.RPN.POSITIVE_FRACTION",
+                                    "MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE",
+                                    "MODEL.ROI_HEADS.POSITIVE_FRACTION",
+                                    "MODEL.DEVICE",
+                                    "MODEL.WEIGHTS"};
   for (const auto& key : differing)
-    EXPECT_TRUE(narrowed.count(key)) << key << ": ours " << ours.get(key).repr()
-                                     << ", Detectron2's " << fixture.get(key).repr();
+    EXPECT_TRUE(narrowed.count(key))
+        << key << ": ours " << ours.get(key).repr() << ", Detectron2's " << fixture.get(key).repr();
 }
 
 }  // namespace detkit::config

@@ -1,12 +1,15 @@
 // The threaded loaders: batches depend on the seed only (not on the number of workers), grouping
-// by aspect ratio, early stop, a worker's exception, the test loader's shards, config wiring.
+// by aspect ratio, early stop, a worker's exception, bad images (skipped or an error), the test
+// loader's shards, config wiring.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
+#include <tuple>
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
@@ -134,6 +137,7 @@ TEST(TrainLoader, WorkerExceptionReachesTheConsumer) {
   auto dataset = small_dataset(dir, /*missing=*/3);
   TrainLoaderOptions o;
   o.num_workers = 3;
+  o.bad_images.on_bad_image = OnBadImage::kError;  // Detectron2's behaviour
   TrainLoader loader(dataset, augmenting_mapper(), o);
   std::string message;
   // The sampler visits every image within the first epoch (8 images: at most 8 batches).
@@ -145,7 +149,7 @@ TEST(TrainLoader, WorkerExceptionReachesTheConsumer) {
     }
   }
   EXPECT_NE(message.find("img3.png: image file not found"), std::string::npos) << message;
-  EXPECT_NE(message.find("image id 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("(image id 3, annotation ids 30)"), std::string::npos) << message;
 }
 
 // A loader started at batch N (a resumed run) gives batches N, N+1, ... of the uninterrupted
@@ -190,7 +194,8 @@ TEST(TrainLoader, StartingAtBatchNDecodesNoImageOfEarlierBatches) {
   TrainingSampler order(dataset->size(), o.seed);
   for (int position = 0; position < 6; ++position) {  // batches 0..2 of the first epoch
     const auto loc = dataset->at(*order.next());
-    std::filesystem::remove(dir.path("images/" + std::string(loc.dataset->image(loc.image_index).file_name)));
+    std::filesystem::remove(
+        dir.path("images/" + std::string(loc.dataset->image(loc.image_index).file_name)));
   }
   TrainLoader resumed(dataset, augmenting_mapper(), o);
   EXPECT_EQ(resumed.samples_mapped(), 0u);
@@ -198,8 +203,10 @@ TEST(TrainLoader, StartingAtBatchNDecodesNoImageOfEarlierBatches) {
   EXPECT_EQ(resumed.samples_mapped(), 2u);
 
   o.start_batch = 0;
+  o.bad_images.on_bad_image = OnBadImage::kError;
   TrainLoader replaying(dataset, augmenting_mapper(), o);
   EXPECT_THROW(replaying.next_batch(), Error);  // the files of batch 0 are gone
+  o.bad_images.on_bad_image = OnBadImage::kSkip;
 
   // With grouping: mapped = what the batches from N on use, plus at most batch_size - 1 waiting
   // samples per bucket; the uninterrupted loader maps everything before N as well.
@@ -218,8 +225,146 @@ TEST(TrainLoader, StartingAtBatchNDecodesNoImageOfEarlierBatches) {
   EXPECT_LE(grouped.samples_mapped(), used_after + 2 * (o.batch_size - 1));
   EXPECT_LT(grouped.samples_mapped(), straight.samples_mapped());
   std::cout << "[ loader ] resumed at batch 6: mapped " << grouped.samples_mapped()
-            << " samples for 3 batches; the uninterrupted loader mapped " << straight.samples_mapped()
-            << "\n";
+            << " samples for 3 batches; the uninterrupted loader mapped "
+            << straight.samples_mapped() << "\n";
+}
+
+// Damages three images of small_dataset: img3 removed, img6 truncated (half its bytes), img2
+// replaced by an image of another size than the annotation file says.
+void damage_three_images(const testing::TempDir& dir) {
+  namespace fs = std::filesystem;
+  fs::remove(dir.path("images/img3.png"));
+  const std::string six = dir.path("images/img6.png");
+  fs::resize_file(six, fs::file_size(six) / 2);
+  testing::write_image(dir, "img2.png", testing::gradient_image(20, 20, 1));
+}
+
+TrainLoaderOptions skipping(const testing::TempDir& dir, int workers) {
+  TrainLoaderOptions o;
+  o.batch_size = 2;
+  o.num_workers = workers;
+  o.seed = 5;
+  o.bad_images.list_file = dir.path("out/bad_images.txt");
+  std::filesystem::create_directories(dir.path("out"));
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// ON_BAD_IMAGE skip: every batch stays full, each bad file is listed once with why, and the
+// replacements depend on the files only, so a loader started at batch N (a resumed run) gives
+// exactly the batches of the uninterrupted one.
+TEST(TrainLoader, SkipReplacesBadImagesAndResumesExactly) {
+  testing::TempDir dir("loader_bad_skip");
+  auto dataset = small_dataset(dir);
+  damage_three_images(dir);
+  constexpr int kTotal = 16;  // four epochs: every bad image is met several times
+  for (int workers : {0, 3}) {
+    std::filesystem::remove(dir.path("out/bad_images.txt"));
+    TrainLoaderOptions o = skipping(dir, workers);
+    TrainLoader straight(dataset, augmenting_mapper(), o);
+    const auto all = pull(straight, kTotal);
+    for (const auto& batch : all) EXPECT_EQ(batch.size(), 2u);
+    EXPECT_GE(straight.bad_images_replaced(), 6u) << "each bad image is drawn about twice";
+    const std::vector<std::string> listed = lines_of(o.bad_images.list_file);
+    ASSERT_EQ(listed.size(), 3u) << "each bad file once";
+    std::string text;
+    for (const auto& line : listed) text += line + "\n";
+    std::cout << "[ bad images ] " << workers << " workers, " << straight.bad_images_replaced()
+              << " samples replaced; listed:\n"
+              << text;
+    EXPECT_NE(text.find("img3.png: image file not found or not readable (image id 3, annotation "
+                        "ids 30)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("img6.png: "), std::string::npos) << text;
+    EXPECT_NE(text.find("img2.png: decoded image is 20x20 (width x height) but"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("(image id 2, annotation ids 20, 21)"), std::string::npos) << text;
+    for (int start : {3, 7}) {
+      o.start_batch = start;
+      TrainLoader resumed(dataset, augmenting_mapper(), o);
+      const std::vector<std::vector<ModelInput>> tail(all.begin() + start, all.end());
+      EXPECT_TRUE(same_batches(pull(resumed, kTotal - start), tail))
+          << "start " << start << ", workers " << workers;
+    }
+  }
+}
+
+TEST(TrainLoader, TooManyBadImagesStopWithTheShareNamed) {
+  testing::TempDir dir("loader_bad_fraction");
+  auto dataset = small_dataset(dir);
+  damage_three_images(dir);
+  TrainLoaderOptions o = skipping(dir, 0);
+  o.bad_images.max_fraction = 0.1;
+  o.bad_images.min_reads_for_fraction = 20;
+  TrainLoader loader(dataset, augmenting_mapper(), o);
+  std::string message;
+  for (int b = 0; b < 40 && message.empty(); ++b) {
+    try {
+      loader.next_batch();
+    } catch (const Error& e) {
+      message = e.what();
+    }
+  }
+  std::cout << "[ bad images ] " << message << "\n";
+  EXPECT_NE(message.find("distinct files, listed in " + o.bad_images.list_file +
+                         "), more than DATALOADER.MAX_BAD_IMAGE_FRACTION 0.1"),
+            std::string::npos)
+      << message;
+}
+
+TEST(TrainLoader, NoGoodImageLeftToStandInIsAnError) {
+  testing::TempDir dir("loader_bad_all");
+  auto dataset = small_dataset(dir);
+  for (int id = 1; id <= 4; ++id)  // every wide image
+    std::filesystem::remove(dir.path("images/img" + std::to_string(id) + ".png"));
+  TrainLoaderOptions o = skipping(dir, 0);
+  o.bad_images.max_fraction = 1.0;
+  TrainLoader loader(dataset, augmenting_mapper(), o);
+  std::string message;
+  for (int b = 0; b < 8 && message.empty(); ++b) {
+    try {
+      loader.next_batch();
+    } catch (const Error& e) {
+      message = e.what();
+    }
+  }
+  EXPECT_NE(message.find("every image that could replace a bad one is bad (8 images in the "
+                         "training set); the list is in " +
+                         o.bad_images.list_file),
+            std::string::npos)
+      << message;
+}
+
+TEST(BadImageOptions, ReadFromTheConfigWithTheKeyNamedInErrors) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"OUTPUT_DIR", "/tmp/run"});
+  EXPECT_EQ(bad_image_options_from_config(cfg, 0).on_bad_image, OnBadImage::kSkip);
+  EXPECT_EQ(bad_image_options_from_config(cfg, 0).max_fraction, 0.05);
+  EXPECT_EQ(bad_image_options_from_config(cfg, 0).list_file, "/tmp/run/bad_images.txt");
+  EXPECT_EQ(bad_image_options_from_config(cfg, 2).list_file, "/tmp/run/bad_images.txt.rank2");
+  cfg.merge_from_list({"DATALOADER.ON_BAD_IMAGE", "error"});
+  EXPECT_EQ(bad_image_options_from_config(cfg, 0).on_bad_image, OnBadImage::kError);
+  for (auto [key, value, expected] :
+       {std::tuple{"DATALOADER.ON_BAD_IMAGE", "ignore",
+                   "DATALOADER.ON_BAD_IMAGE must be 'error' or 'skip', got 'ignore'"},
+        std::tuple{"DATALOADER.MAX_BAD_IMAGE_FRACTION", "1.5",
+                   "DATALOADER.MAX_BAD_IMAGE_FRACTION must be in 0..1, got 1.5"}}) {
+    config::CfgNode bad = config::get_cfg();
+    bad.merge_from_list({key, value});
+    try {
+      bad_image_options_from_config(bad, 0);
+      ADD_FAILURE() << key << " " << value << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  }
 }
 
 TEST(TestLoader, ShardsVisitEveryImageOnceInOrder) {

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <opencv2/imgcodecs.hpp>
 
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/image/image_io.h"
@@ -65,6 +67,39 @@ TEST(MapperErrors, NotAnImage) {
   const std::string message = mapping_error(dataset);
   EXPECT_NE(message.find(path + ": not a readable image"), std::string::npos) << message;
   EXPECT_NE(message.find("image id 9"), std::string::npos) << message;
+}
+
+// A decompression bomb: a small PNG whose header declares 20000 x 20000 pixels (1.2 GB decoded)
+// is refused from its header, before any decoding. The JPEG header is read the same way.
+TEST(MapperErrors, AnImageDeclaringTooManyPixelsIsRefusedBeforeDecoding) {
+  testing::TempDir dir("mapper_bomb");
+  std::vector<unsigned char> png;
+  cv::imencode(".png", testing::gradient_image(4, 4), png);
+  ASSERT_EQ(std::string(png.begin() + 12, png.begin() + 16), "IHDR");
+  for (size_t at : {16u, 20u}) {  // width, height := 20000 (the CRC no longer matches)
+    png[at] = 0, png[at + 1] = 0, png[at + 2] = 20000 >> 8, png[at + 3] = 20000 & 0xFF;
+  }
+  const std::string path = dir.write("images/bomb.png", std::string(png.begin(), png.end()));
+  int64_t w = 0, h = 0;
+  ASSERT_TRUE(encoded_image_size(png, w, h));
+  EXPECT_EQ(w, 20000);
+  EXPECT_EQ(h, 20000);
+  try {
+    read_image(path, "BGR");
+    ADD_FAILURE() << "the bomb was decoded";
+  } catch (const Error& e) {
+    std::cout << "[ bomb ] " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()),
+              path +
+                  ": its header declares 20000x20000 (width x height) pixels, over "
+                  "the limit of 89478485 (PIL's decompression-bomb threshold); not decoded");
+  }
+  std::vector<unsigned char> jpeg;
+  cv::imencode(".jpg", testing::gradient_image(30, 50), jpeg);
+  ASSERT_TRUE(encoded_image_size(jpeg, w, h));
+  EXPECT_EQ(w, 50);
+  EXPECT_EQ(h, 30);
+  EXPECT_FALSE(encoded_image_size({0xFF}, w, h));
 }
 
 TEST(MapperErrors, DecodedSizeDiffersFromJson) {

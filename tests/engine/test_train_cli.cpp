@@ -1,10 +1,14 @@
-// `detkit train` end to end on a tiny synthetic dataset: exact resume after kill -9, the NaN
-// stop, and the files a run leaves (config.yaml, metrics.json, checkpoints).
+// `detkit train` end to end on a tiny synthetic dataset: exact resume after kill -9 and after a
+// SIGTERM stop, a full disk, the NaN stop, and the files a run leaves (config.yaml,
+// metrics.json, checkpoints).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +19,7 @@
 #include "detkit/checkpoint/torch_file.h"
 #include "detkit/data/shapes/shapes.h"
 #include "detkit/utils/file_io.h"
+#include "detkit/utils/stop_signal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tiny_shapes.h"
 
@@ -25,13 +30,19 @@ namespace {
 
 using testing::TinySetup;
 
-// Starts `detkit train` with the given extra arguments; returns the child's pid.
-pid_t start_train(const TinySetup& s, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {DETKIT_BINARY, "--num-threads", "1", "train",
-                                   "--config-file", s.config};
+// Starts `detkit train` with the given extra arguments (files it writes limited to
+// `max_file_bytes` when given, as `ulimit -f` does); returns the child's pid.
+pid_t start_train(const TinySetup& s, const std::vector<std::string>& extra,
+                  rlim_t max_file_bytes = RLIM_INFINITY) {
+  std::vector<std::string> args = {DETKIT_BINARY, "--num-threads", "1",
+                                   "train",       "--config-file", s.config};
   args.insert(args.end(), extra.begin(), extra.end());
   pid_t pid = fork();
   if (pid == 0) {
+    if (max_file_bytes != RLIM_INFINITY) {
+      rlimit limit{max_file_bytes, max_file_bytes};
+      setrlimit(RLIMIT_FSIZE, &limit);
+    }
     setenv("DETKIT_DATASETS", s.dir.path("datasets").c_str(), 1);
     std::string log = s.dir.path("child.log");
     freopen(log.c_str(), "a", stdout);
@@ -51,6 +62,23 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Waits (at most 30 s) until `file` contains `text`.
+bool wait_for_text(const std::string& file, const std::string& text) {
+  for (int i = 0; i < 6000; ++i) {
+    if (fs::exists(file) && read_file(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+std::vector<std::string> temporary_files(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+      found.push_back(entry.path().string());
+  return found;
+}
+
 checkpoint::TensorDict model_of(const std::string& file) {
   c10::IValue v = checkpoint::load_torch_file(file);
   checkpoint::TensorDict out;
@@ -59,12 +87,22 @@ checkpoint::TensorDict model_of(const std::string& file) {
   return out;
 }
 
+void expect_same_models(const std::string& a_file, const std::string& b_file) {
+  auto a = model_of(a_file), b = model_of(b_file);
+  ASSERT_EQ(a.size(), b.size());
+  size_t differing = 0;
+  for (const auto& [name, t] : a)
+    if (!t.equal(b.at(name))) ++differing, ADD_FAILURE() << "differs after resume: " << name;
+  std::cout << "[ resume ] " << a.size() << " tensors compared, " << differing << " differ\n";
+}
+
 }  // namespace
 
 TEST(TrainCli, ResumeAfterKillGivesIdenticalWeights) {
   TinySetup s;
   std::string straight = s.dir.path("straight"), resumed = s.dir.path("resumed");
-  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", straight})), 0) << read_file(s.dir.path("child.log"));
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", straight})), 0)
+      << read_file(s.dir.path("child.log"));
 
   // Kill -9 once the first checkpoint (after iteration 2) exists, then resume.
   pid_t pid = start_train(s, {"OUTPUT_DIR", resumed});
@@ -81,20 +119,110 @@ TEST(TrainCli, ResumeAfterKillGivesIdenticalWeights) {
   EXPECT_NE(read_file(s.dir.path("child.log")).find("Resuming from"), std::string::npos)
       << read_file(s.dir.path("child.log"));
 
-  auto a = model_of(straight + "/model_final.pth"), b = model_of(resumed + "/model_final.pth");
-  ASSERT_EQ(a.size(), b.size());
-  size_t differing = 0;
-  for (const auto& [name, t] : a)
-    if (!t.equal(b.at(name))) ++differing, ADD_FAILURE() << "differs after resume: " << name;
-  std::cout << "[ resume ] " << a.size() << " tensors compared, " << differing << " differ\n";
+  expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
+  auto a = model_of(straight + "/model_final.pth");
   EXPECT_TRUE(a.count("backbone.bottom_up.res2.0.conv1.weight"));
   EXPECT_TRUE(a.count("roi_heads.mask_head.predictor.weight"));
+}
+
+TEST(TrainCli, SigtermStopsAfterTheStepWithACheckpointAndResumesExactly) {
+  TinySetup s;
+  const std::string straight = s.dir.path("straight"), stopped = s.dir.path("stopped");
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", straight})), 0)
+      << read_file(s.dir.path("child.log"));
+  fs::remove(s.dir.path("child.log"));
+
+  // SIGTERM as soon as training has started (what SLURM sends before its kill).
+  const pid_t pid = start_train(s, {"OUTPUT_DIR", stopped});
+  ASSERT_TRUE(wait_for_text(s.dir.path("child.log"), "Starting training from iteration 0"))
+      << read_file(s.dir.path("child.log"));
+  kill(pid, SIGTERM);
+  const int code = wait_exit(pid);
+  const std::string log = read_file(s.dir.path("child.log"));
+  std::cout << "[ stopped ] exit code " << code << ": " << log.substr(log.rfind("detkit: "));
+  ASSERT_EQ(code, kPreemptedExitCode) << log;
+  ASSERT_FALSE(fs::exists(stopped + "/model_final.pth")) << "signalled too late to test stopping";
+  const std::string last = read_file(stopped + "/last_checkpoint");
+  const int64_t iteration = std::stoll(last.substr(6, 7));
+  EXPECT_EQ(last, fmt::format("model_{:07d}.pth", iteration));
+  EXPECT_NE(log.find(fmt::format("detkit: stopped: training stopped by SIGTERM after iteration {}, "
+                                 "saved to {}/{}; run the same command with --resume",
+                                 iteration, stopped, last)),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(temporary_files(stopped).empty());
+  EXPECT_NO_THROW(model_of(stopped + "/" + last));
+
+  ASSERT_EQ(wait_exit(start_train(s, {"--resume", "OUTPUT_DIR", stopped})), 0)
+      << read_file(s.dir.path("child.log"));
+  EXPECT_NE(read_file(stopped + "/log.txt").find(fmt::format("at iteration {}", iteration + 1)),
+            std::string::npos);
+  expect_same_models(straight + "/model_final.pth", stopped + "/model_final.pth");
+}
+
+TEST(TrainCli, AFullDiskStopsNamingTheFileAndLeavesTheLastCheckpointValid) {
+  TinySetup s;
+  const std::string out = s.dir.path("full");
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out, "SOLVER.MAX_ITER", "3"})), 0)
+      << read_file(s.dir.path("child.log"));
+  const auto checkpoint_size = fs::file_size(out + "/model_final.pth");
+  fs::remove(s.dir.path("child.log"));
+  // Going on to iteration 5 with files limited to half a checkpoint: its save must fail.
+  const int code = wait_exit(
+      start_train(s, {"--resume", "OUTPUT_DIR", out, "SOLVER.MAX_ITER", "6"}, checkpoint_size / 2));
+  const std::string log = read_file(s.dir.path("child.log"));
+  const std::string message = log.substr(log.rfind("detkit: "));
+  std::cout << "[ full disk ] exit code " << code << ": " << message;
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(message.rfind("detkit: error: cannot write '" + out + "/model_0000005.pth'", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("File too large (EFBIG)"), std::string::npos) << message;
+  EXPECT_EQ(read_file(out + "/last_checkpoint"), "model_final.pth");
+  EXPECT_NO_THROW(model_of(out + "/model_final.pth"));
+  EXPECT_TRUE(temporary_files(out).empty());
+  std::ifstream metrics(out + "/metrics.json");
+  std::string line;
+  while (std::getline(metrics, line)) EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+}
+
+// A truncated training image: with DATALOADER.ON_BAD_IMAGE skip (the default) training goes on,
+// the file is listed once in bad_images.txt and metrics.json counts the replaced samples; with
+// "error" training stops naming the file and its annotation ids (Detectron2's behaviour).
+TEST(TrainCli, ABadImageIsSkippedListedAndCountedOrStopsTraining) {
+  TinySetup s;
+  const std::string image = s.dir.path("datasets/shapes/train/000003.jpg");
+  fs::resize_file(image, fs::file_size(image) / 2);
+  const std::string out = s.dir.path("skip");
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out})), 0)
+      << read_file(s.dir.path("child.log"));
+  const std::string listed = read_file(out + "/bad_images.txt");
+  std::cout << "[ bad_images.txt ] " << listed;
+  EXPECT_EQ(listed.rfind(image + ": ", 0), 0u) << listed;
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 1) << "the file is listed once";
+  std::ifstream metrics(out + "/metrics.json");
+  double counted = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("data/bad_images")) counted = j["data/bad_images"];
+  }
+  EXPECT_GE(counted, 1) << "metrics.json counts the replaced samples";
+
+  fs::remove(s.dir.path("child.log"));
+  const int code = wait_exit(
+      start_train(s, {"OUTPUT_DIR", s.dir.path("error"), "DATALOADER.ON_BAD_IMAGE", "error"}));
+  const std::string log = read_file(s.dir.path("child.log"));
+  const std::string message = log.substr(log.rfind("detkit: "));
+  std::cout << "[ error ] " << message;
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(message.find(image + ": "), std::string::npos) << message;
+  EXPECT_NE(message.find("(image id 3, annotation ids "), std::string::npos) << message;
 }
 
 TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
   TinySetup s;
   std::string out = s.dir.path("run");
-  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out})), 0) << read_file(s.dir.path("child.log"));
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out})), 0)
+      << read_file(s.dir.path("child.log"));
   for (const char* f : {"config.yaml", "log.txt", "metrics.json", "model_0000002.pth",
                         "model_0000005.pth", "model_final.pth", "last_checkpoint"})
     EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
@@ -114,11 +242,20 @@ TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
 TEST(TrainCli, NonFiniteLossStopsWithTheIterationNamed) {
   TinySetup s;
   std::string out = s.dir.path("nan");
-  int code = wait_exit(start_train(s, {"OUTPUT_DIR", out, "SOLVER.BASE_LR", "1e12",
-                                       "SOLVER.WARMUP_ITERS", "0", "SOLVER.CHECKPOINT_PERIOD", "1"}));
+  int code =
+      wait_exit(start_train(s, {"OUTPUT_DIR", out, "SOLVER.BASE_LR", "1e12", "SOLVER.WARMUP_ITERS",
+                                "0", "SOLVER.CHECKPOINT_PERIOD", "1"}));
   std::string log = read_file(s.dir.path("child.log"));
   EXPECT_NE(code, 0) << log;
   EXPECT_NE(log.find("detkit: error: iteration "), std::string::npos) << log;
+  // The report names the learning rate and the batch's images (what diverged first depends on
+  // the run: a loss, or the proposals' boxes as Detectron2 checks them).
+  const std::string message = log.substr(log.rfind("detkit: error: "));
+  std::cout << "[ divergence ] " << message;
+  EXPECT_NE(message.find("; lr "), std::string::npos) << message;
+  EXPECT_NE(message.find("; this rank's images: " + s.dir.path("datasets/shapes/train/")),
+            std::string::npos)
+      << message;
   // Every checkpoint written before the stop loads.
   ASSERT_TRUE(fs::exists(out));
   for (const auto& entry : fs::directory_iterator(out))

@@ -2,15 +2,19 @@
 // Trainer, a phase is replaced by overriding it, and an exception inside a step (a TORCH_CHECK of
 // an op included) reaches the caller with the iteration named.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 
+#include "detkit/checkpoint/checkpointer.h"
 #include "detkit/config/defaults.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/stop_signal.h"
+#include "tests/support/temp_dir.h"
 
 namespace detkit::engine {
 namespace {
@@ -175,6 +179,55 @@ TEST(TrainerSeams, AnOptimizerMaySkipAStep) {
   auto fresh = solver::build_optimizer(cfg, *modeling::build_model(cfg));
   fresh->load_state(state);
   EXPECT_DOUBLE_EQ(fresh->group(0).lr, optimizer.group(0).lr);
+}
+
+// Raises `sig` in this process during iteration `at` (as a scheduler would), and counts the
+// after_train calls.
+class SignalAt : public HookBase {
+ public:
+  SignalAt(int64_t at, int sig) : at_(at), sig_(sig) {}
+  void before_step(Trainer& t) override {
+    if (t.iter() == at_) raise(sig_);
+  }
+  void after_train(Trainer&) override { ++after_train_calls; }
+  int after_train_calls = 0;
+
+ private:
+  int64_t at_;
+  int sig_;
+};
+
+TEST(TrainerSeams, AStopSignalEndsTrainingAfterItsStepWithACheckpoint) {
+  config::CfgNode cfg = toy_config();
+  cfg.merge_from_list({"SOLVER.MAX_ITER", "10", "SOLVER.WARMUP_ITERS", "0"});
+  testing::TempDir dir("preemption_hook");
+  auto model = modeling::build_model(cfg);
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  auto scheduler = solver::build_lr_scheduler(cfg, *optimizer);
+  checkpoint::Checkpointer checkpointer(model, dir.path("out"));
+  std::vector<at::Tensor> weights;
+  Trainer trainer(
+      model, *optimizer, [] { return std::vector{toy_input(1)}; }, 1);
+  auto signal = std::make_shared<SignalAt>(3, SIGTERM);
+  auto preemption = std::make_shared<PreemptionHook>(checkpointer, *scheduler);
+  trainer.register_hook(signal);
+  trainer.register_hook(std::make_shared<WeightsAfterEachStep>(weights));
+  trainer.register_hook(std::make_shared<LRSchedulerHook>(*scheduler));
+  trainer.register_hook(preemption);
+  {
+    const StopSignalGuard guard;
+    trainer.train(0, 10);
+  }
+  EXPECT_TRUE(trainer.stopped_early());
+  EXPECT_EQ(trainer.iter(), 3) << "the step during which the signal came is finished";
+  EXPECT_EQ(weights.size(), 4u);
+  EXPECT_EQ(signal->after_train_calls, 1);
+  EXPECT_EQ(preemption->stopped_by(), SIGTERM);
+  EXPECT_EQ(checkpointer.last_checkpoint(), dir.path("out/model_0000003.pth"));
+  const auto loaded = checkpointer.resume_or_load("", /*resume=*/true);
+  EXPECT_EQ(loaded.iteration(), 3);
+  EXPECT_TRUE(loaded.state.count("optimizer") && loaded.state.count("scheduler"));
+  EXPECT_TRUE(model->named_parameters()["fc.weight"].equal(weights.back()));
 }
 
 TEST(TrainerSeams, AnOpErrorInsideAStepNamesTheIteration) {

@@ -6,8 +6,10 @@ What a job of several ranks does when something goes wrong (all on 127.0.0.1, bo
                 non-zero within 60 s naming rank 1 and the signal, leave no worker behind, and
                 last_checkpoint must still name a complete checkpoint; `--resume` then ends
                 with exactly the checkpoint of a run that was never interrupted.
-  sigterm       the launcher gets SIGTERM (a scheduler's stop): it passes it on, every worker
-                ends, it exits non-zero saying so.
+  sigterm       the launcher gets SIGTERM (a scheduler's preemption): it passes it on, both
+                ranks stop after the same step, rank 0 saves model_{iter}.pth, the launcher
+                exits 75 saying so, and `--resume` ends with exactly the checkpoint of a run
+                that was never interrupted (as it does after the kill).
   launcher-dies the launcher gets SIGKILL: its workers die with it (no orphans).
   missing-peer  rank 0 of 2 started alone with --dist-timeout 3: it ends within 30 s naming the
                 address and how many ranks arrived.
@@ -144,26 +146,32 @@ def main():
     check_no_worker_left(workers.values())
     done = check_last_checkpoint(os.path.join(work, "kill"))
 
-    print("resume after the kill, against a run never interrupted:")
-    end = ["SOLVER.MAX_ITER", str(done + 4)]
-    for name, extra in [("kill", ["--resume"]), ("whole", [])]:
+    print("sigterm:")
+    run = Launch(detkit, config, os.path.join(work, "term"), overrides, env, os.path.join(work, "term.out"))
+    workers = run.workers_training()
+    run.p.send_signal(signal.SIGTERM)
+    code, seconds, output = run.ending(150)
+    message = output.strip().splitlines()[-1]
+    print(f"  exit code {code} after {seconds:.1f} s: {message}")
+    assert code == 75, output
+    assert "every rank of this machine stopped after saving a checkpoint (SIGTERM)" in message, output
+    check_no_worker_left(workers.values())
+    stopped = check_last_checkpoint(os.path.join(work, "term"))
+    assert f"training stopped by SIGTERM after iteration {stopped}" in output, output
+    assert not [f for f in os.listdir(os.path.join(work, "term")) if ".tmp." in f]
+
+    print("resume after the kill and after the stop, against a run never interrupted:")
+    end = ["SOLVER.MAX_ITER", str(max(done, stopped) + 4)]
+    for name, extra in [("kill", ["--resume"]), ("term", ["--resume"]), ("whole", [])]:
         run = Launch(detkit, config, os.path.join(work, name), overrides + end, env,
                      os.path.join(work, name + "_end.out"), extra)
         code, seconds, output = run.ending(300)
         assert code == 0, output
     assert f"at iteration {done + 1}" in open(os.path.join(work, "kill", "log.txt")).read()
-    assert same_checkpoints(os.path.join(work, "kill", "model_final.pth"),
-                            os.path.join(work, "whole", "model_final.pth"))
-
-    print("sigterm:")
-    run = Launch(detkit, config, os.path.join(work, "term"), overrides, env, os.path.join(work, "term.out"))
-    workers = run.workers_training()
-    run.p.send_signal(signal.SIGTERM)
-    code, seconds, output = run.ending(60)
-    message = output.strip().splitlines()[-1]
-    print(f"  exit code {code} after {seconds:.1f} s: {message}")
-    assert code != 0 and "interrupted by SIGTERM; the workers were stopped" in message, output
-    check_no_worker_left(workers.values())
+    assert f"at iteration {stopped + 1}" in open(os.path.join(work, "term", "log.txt")).read()
+    for name in ["kill", "term"]:
+        assert same_checkpoints(os.path.join(work, name, "model_final.pth"),
+                                os.path.join(work, "whole", "model_final.pth"))
 
     print("launcher-dies:")
     run = Launch(detkit, config, os.path.join(work, "dies"), overrides, env, os.path.join(work, "dies.out"))

@@ -3,14 +3,24 @@
 // INPUT.FORMAT order. A file PIL would refuse (missing, not an image, a JPEG or PNG that ends
 // early) is an error naming the file; OpenCV alone would decode a truncated JPEG with grey
 // rows and only a warning.
+#include <cstdint>
 #include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
 namespace detkit::data {
 
-/// The image at `path` as an (H, W, 3) uint8 matrix in `format` order ("BGR" or "RGB").
+/// Most pixels an image file may declare: PIL's decompression-bomb threshold
+/// (Image.MAX_IMAGE_PIXELS), as the COCO loader's limit on declared sizes.
+inline constexpr int64_t kMaxImagePixels = 89478485;
+
+/// The image at `path` as an (H, W, 3) uint8 matrix in `format` order ("BGR" or "RGB"). A JPEG
+/// or PNG whose header declares more than kMaxImagePixels is refused before decoding.
 cv::Mat read_image(const std::string& path, const std::string& format);
+
+/// Width and height a JPEG or PNG header declares, read without decoding; false for other
+/// formats and unreadable headers.
+bool encoded_image_size(const std::vector<unsigned char>& bytes, int64_t& width, int64_t& height);
 
 /// Why the encoded bytes are incomplete ("JPEG data ends before its end-of-image marker"), or
 /// empty when they are complete or of a format not checked here.

@@ -71,16 +71,34 @@ int jpeg_exif_orientation(const std::vector<unsigned char>& bytes) {
   return 0;
 }
 
-cv::Mat decode_jpeg(const std::vector<unsigned char>& bytes, bool rgb) {
+namespace {
+void* decompressor() {  // one per thread
   thread_local std::unique_ptr<void, TjHandleDeleter> handle(tjInitDecompress());
+  return handle.get();
+}
+}  // namespace
+
+bool jpeg_header_size(const std::vector<unsigned char>& bytes, int64_t& width, int64_t& height) {
+  void* handle = decompressor();
+  int w = 0, h = 0, subsampling = 0, colorspace = 0;
+  if (!handle || tjDecompressHeader3(handle, bytes.data(), bytes.size(), &w, &h, &subsampling,
+                                     &colorspace) != 0)
+    return false;
+  width = w;
+  height = h;
+  return true;
+}
+
+cv::Mat decode_jpeg(const std::vector<unsigned char>& bytes, bool rgb) {
+  void* handle = decompressor();
   if (!handle) return {};
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle.get(), bytes.data(), bytes.size(), &width, &height, &subsampling,
+  if (tjDecompressHeader3(handle, bytes.data(), bytes.size(), &width, &height, &subsampling,
                           &colorspace) != 0 ||
       colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
     return {};
   cv::Mat image(height, width, CV_8UC3);
-  if (tjDecompress2(handle.get(), bytes.data(), bytes.size(), image.data, width,
+  if (tjDecompress2(handle, bytes.data(), bytes.size(), image.data, width,
                     static_cast<int>(image.step), height, rgb ? TJPF_RGB : TJPF_BGR, 0) != 0)
     return {};  // an error, or a warning about corrupt data: the careful path decides
   return image;
