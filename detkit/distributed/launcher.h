@@ -33,9 +33,8 @@ MasterAddress resolve_dist_url(const std::string& url, int num_machines);
 
 /// The variables worker `local_rank` gets on top of this process's environment: RANK,
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, DETKIT_LAUNCHED=1, and
-/// DETKIT_NUM_THREADS
-/// (`threads`) unless the environment sets it already. Global rank = machine rank × processes
-/// per machine + local rank.
+/// DETKIT_NUM_THREADS (`threads`) unless the environment sets it already. Global rank = machine
+/// rank × processes per machine + local rank.
 std::vector<std::string> worker_variables(const LaunchOptions& options, const MasterAddress& master,
                                           int local_rank, int threads);
 

@@ -107,8 +107,8 @@ void Trainer::run_step() {
 
 std::vector<structures::ModelInput> Trainer::fetch_batch() {
   const auto start = std::chrono::steady_clock::now();
+  batch_files_.clear();  // a batch that cannot be read names none
   std::vector<structures::ModelInput> batch = data_();
-  batch_files_.clear();
   for (const auto& input : batch) batch_files_.push_back(input.file_name);
   data_time_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // With several ranks sum_losses records it, as its maximum over the ranks.

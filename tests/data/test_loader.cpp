@@ -69,6 +69,18 @@ std::vector<std::vector<ModelInput>> run(const std::shared_ptr<const DetectionDa
   return pull(loader, num_batches);
 }
 
+// The message of the first error next_batch() raises within `max_batches` batches ("" if none).
+std::string first_error(TrainLoader& loader, int max_batches) {
+  for (int b = 0; b < max_batches; ++b) {
+    try {
+      loader.next_batch();
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
 bool same_input(const ModelInput& a, const ModelInput& b) {
   return a.height == b.height && a.width == b.width && at::equal(a.image, b.image) &&
          at::equal(a.instances->boxes("gt_boxes").tensor(),
@@ -139,15 +151,8 @@ TEST(TrainLoader, WorkerExceptionReachesTheConsumer) {
   o.num_workers = 3;
   o.bad_images.on_bad_image = OnBadImage::kError;  // Detectron2's behaviour
   TrainLoader loader(dataset, augmenting_mapper(), o);
-  std::string message;
   // The sampler visits every image within the first epoch (8 images: at most 8 batches).
-  for (int b = 0; b < 8 && message.empty(); ++b) {
-    try {
-      loader.next_batch();
-    } catch (const Error& e) {
-      message = e.what();
-    }
-  }
+  const std::string message = first_error(loader, 8);
   EXPECT_NE(message.find("img3.png: image file not found"), std::string::npos) << message;
   EXPECT_NE(message.find("(image id 3, annotation ids 30)"), std::string::npos) << message;
 }
@@ -304,14 +309,7 @@ TEST(TrainLoader, TooManyBadImagesStopWithTheShareNamed) {
   o.bad_images.max_fraction = 0.1;
   o.bad_images.min_reads_for_fraction = 20;
   TrainLoader loader(dataset, augmenting_mapper(), o);
-  std::string message;
-  for (int b = 0; b < 40 && message.empty(); ++b) {
-    try {
-      loader.next_batch();
-    } catch (const Error& e) {
-      message = e.what();
-    }
-  }
+  const std::string message = first_error(loader, 40);
   std::cout << "[ bad images ] " << message << "\n";
   EXPECT_NE(message.find("distinct files, listed in " + o.bad_images.list_file +
                          "), more than DATALOADER.MAX_BAD_IMAGE_FRACTION 0.1"),
@@ -327,14 +325,7 @@ TEST(TrainLoader, NoGoodImageLeftToStandInIsAnError) {
   TrainLoaderOptions o = skipping(dir, 0);
   o.bad_images.max_fraction = 1.0;
   TrainLoader loader(dataset, augmenting_mapper(), o);
-  std::string message;
-  for (int b = 0; b < 8 && message.empty(); ++b) {
-    try {
-      loader.next_batch();
-    } catch (const Error& e) {
-      message = e.what();
-    }
-  }
+  const std::string message = first_error(loader, 8);
   EXPECT_NE(message.find("every image that could replace a bad one is bad (8 images in the "
                          "training set); the list is in " +
                          o.bad_images.list_file),
