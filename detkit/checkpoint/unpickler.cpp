@@ -2,12 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -119,7 +121,73 @@ using Item = std::variant<c10::IValue, Global, PersistentId, Bytes, std::shared_
                           std::shared_ptr<PendingArray>, std::shared_ptr<const ArgTuple>>;
 struct ArgTuple {
   std::vector<Item> items;
+  size_t depth = 1;  // 1 + the deepest ArgTuple among its items
 };
+
+// Deepest nesting of containers a pickle may hold (torch's and Detectron2's files nest < 10).
+// Deeper ones, and containers that hold themselves, would overflow the stack or leak when
+// destroyed; they are refused.
+constexpr size_t kMaxNesting = 1000;
+
+bool is_container(const c10::IValue& v) { return v.isList() || v.isGenericDict() || v.isTuple(); }
+
+// Calls f on every value directly inside container `v`.
+template <typename F>
+void for_each_child(const c10::IValue& v, F&& f) {
+  if (v.isList()) {
+    for (const c10::IValue e : v.toList()) f(e);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) f(kv.key()), f(kv.value());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTuple()->elements()) f(e);
+  }
+}
+
+// Whether `root` nests containers deeper than kMaxNesting (a container that holds itself has no
+// end); `reached` gets every container it holds. Iterative; a container is looked at again only
+// when reached at a greater depth.
+bool nests_too_deep(const c10::IValue& root, std::unordered_set<const void*>& reached) {
+  std::vector<std::pair<c10::IValue, size_t>> work{{root, 1}};
+  std::unordered_map<const void*, size_t> deepest;
+  while (!work.empty()) {
+    const c10::IValue v = std::move(work.back().first);
+    const size_t depth = work.back().second;
+    work.pop_back();
+    if (!is_container(v)) continue;
+    if (depth > kMaxNesting) return true;
+    size_t& seen = deepest[v.internalToPointer()];
+    if (seen >= depth) continue;
+    seen = depth;
+    reached.insert(v.internalToPointer());
+    for_each_child(v, [&](const c10::IValue& c) { work.emplace_back(c, depth + 1); });
+  }
+  return false;
+}
+
+// Empties the containers reachable from `work`, except those in `keep` (the result's), one at a
+// time, so that none is destroyed recursively and no reference cycle outlives the unpickler.
+void dismantle(std::vector<c10::IValue> work, const std::unordered_set<const void*>& keep) {
+  std::unordered_set<const void*> done;
+  while (!work.empty()) {
+    c10::IValue v = std::move(work.back());
+    work.pop_back();
+    if (!is_container(v) || keep.count(v.internalToPointer()) ||
+        !done.insert(v.internalToPointer()).second)
+      continue;
+    for_each_child(v, [&](const c10::IValue& c) {
+      if (is_container(c)) work.push_back(c);
+    });
+    if (v.isList()) {
+      v.toList().clear();
+    } else if (v.isGenericDict()) {
+      v.toGenericDict().clear();
+    } else {
+      auto tuple = v.toTuple();
+      for (size_t i = 0; i < tuple->elements().size(); ++i)
+        tuple->unsafeSetElement(i, c10::IValue());
+    }
+  }
+}
 
 std::optional<Global> allowed_global(const std::string& module, const std::string& name) {
   static const std::map<std::string, at::ScalarType> storages = {
@@ -160,6 +228,16 @@ class Unpickler {
  public:
   Unpickler(std::string_view data, const StorageLoader& load, const std::string& source)
       : data_(data), load_(load), source_(source) {}
+  Unpickler(const Unpickler&) = delete;
+  Unpickler& operator=(const Unpickler&) = delete;
+  // Every container the pickle built, apart from the result's, is emptied one at a time: none
+  // is destroyed recursively and no reference cycle outlives the unpickler, whatever was popped
+  // into a local before an error.
+  ~Unpickler() {
+    stack_.clear();
+    memo_.clear();
+    dismantle(std::move(containers_), result_containers_);
+  }
 
   c10::IValue run() {
     while (true) {
@@ -169,7 +247,13 @@ class Unpickler {
       step(op, at);
     }
     if (stack_.empty()) fail("the pickle ends without a value");
-    return as_value(stack_.back());
+    c10::IValue result = as_value(stack_.back());
+    std::unordered_set<const void*> reached;
+    if (nests_too_deep(result, reached))
+      fail("containers nested deeper than " + std::to_string(kMaxNesting) +
+           " levels, or one that holds itself");
+    result_containers_ = std::move(reached);
+    return result;
   }
 
  private:
@@ -241,7 +325,13 @@ class Unpickler {
     return value;
   }
 
-  void push(Item item) { stack_.push_back(std::move(item)); }
+  void push(Item item) {
+    // Every container the pickle builds passes here first: remembered for the teardown.
+    if (auto* v = std::get_if<c10::IValue>(&item))
+      if (is_container(*v) && tracked_.insert(v->internalToPointer()).second)
+        containers_.push_back(*v);
+    stack_.push_back(std::move(item));
+  }
   Item pop() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("pickle stack underflow");
     Item item = std::move(stack_.back());
@@ -309,6 +399,10 @@ class Unpickler {
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Item> memo_;
+  // The containers of the value run() returned (empty until then): the destructor keeps them.
+  std::unordered_set<const void*> result_containers_;
+  std::vector<c10::IValue> containers_;      // every container pushed, once
+  std::unordered_set<const void*> tracked_;  // their addresses
   std::map<std::string, at::Tensor> storages_;
 };
 
@@ -512,7 +606,13 @@ void Unpickler::make_tuple(std::vector<Item> items) {
   // A storage's persistent id, or arguments for numpy (a dtype, bytes, ndarray).
   const Global* type = items.size() == 5 ? std::get_if<Global>(&items[1]) : nullptr;
   if (type == nullptr || type->kind != GlobalKind::kStorage) {
-    push(std::make_shared<const ArgTuple>(ArgTuple{std::move(items)}));
+    size_t depth = 1;
+    for (const Item& item : items)
+      if (auto* t = std::get_if<std::shared_ptr<const ArgTuple>>(&item))
+        depth = std::max(depth, (*t)->depth + 1);
+    if (depth > kMaxNesting)
+      fail("tuples nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    push(std::make_shared<const ArgTuple>(ArgTuple{std::move(items), depth}));
     return;
   }
   c10::IValue tag = as_value(items[0]), key = as_value(items[2]), numel = as_value(items[4]);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/checkpoint/weights_file.h"
@@ -107,6 +108,53 @@ TEST(NumpyPickle, MalformedAndUnsupportedFilesAreNamedErrors) {
   expect_contains(error_of("object_array.pkl"), "numpy dtype 'O8' has no torch equivalent");
   expect_contains(error_of("uint32.pkl"), "numpy dtype 'u4' has no torch equivalent");
   expect_contains(error_of("structured.pkl"), "numpy dtype 'V8' has no torch equivalent");
+}
+
+}  // namespace
+}  // namespace detkit::checkpoint
+
+namespace detkit::checkpoint {
+namespace {
+
+std::string refusal(const std::string& pickle) {
+  try {
+    load_pickle_bytes(pickle, "deep.pkl");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// Nesting that would overflow the stack when torn down (a 2 MB pickle of 10^6 nested lists
+// crashed before), and a list that holds itself (Python's [[...]]), are refused by name; 1000
+// levels still load.
+TEST(NumpyPickle, DeepOrSelfHoldingContainersAreRefused) {
+  auto nested_lists = [](size_t n) {
+    return std::string("\x80\x02", 2) + std::string(n, ']') + std::string(n - 1, 'a') + ".";
+  };
+  const std::string deep = refusal(nested_lists(1000000));
+  std::cout << "[ deep ] " << deep << "\n";
+  EXPECT_NE(deep.find("containers nested deeper than 1000 levels, or one that holds itself"),
+            std::string::npos)
+      << deep;
+  EXPECT_EQ(refusal(nested_lists(1000)), "(accepted)");
+  EXPECT_NE(refusal(nested_lists(1001)).find("nested deeper than 1000"), std::string::npos);
+  const std::string cycle =
+      refusal(std::string("\x80\x02]q\x00"
+                          "h\x00"
+                          "a.",
+                          9));
+  EXPECT_NE(cycle.find("or one that holds itself"), std::string::npos) << cycle;
+  // Deep lists left on the stack of a pickle that never ends are taken apart without a crash.
+  const std::string truncated = refusal(nested_lists(1000000).substr(0, 1500000));
+  EXPECT_NE(truncated.find("deep.pkl"), std::string::npos) << truncated;
+  // Tuples holding a non-data item (a global) nest as deep only up to the same bound.
+  std::string tuples =
+      "\x80\x02"
+      "cnumpy\ndtype\n";
+  for (int i = 0; i < 1100; ++i) tuples += "\x85";
+  EXPECT_NE(refusal(tuples + ".").find("tuples nested deeper than 1000 levels"), std::string::npos)
+      << refusal(tuples + ".");
 }
 
 }  // namespace
