@@ -23,6 +23,16 @@ struct Case {
   std::string key, registered;
 };
 
+// What building a small model with `overrides` raises ("no error" when it builds).
+std::string build_error(const std::vector<std::string>& overrides) {
+  try {
+    build_model(testing::small_config(overrides));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(RegistryErrors, UnknownNamesListTheRegisteredOnes) {
   const std::vector<Case> cases = {
       {"MODEL.META_ARCHITECTURE", "GeneralizedRCNN, RetinaNet"},
@@ -78,12 +88,7 @@ TEST(RegistryErrors, RetinaNetAndCascadeNameTheirBadSettings) {
     std::vector<std::string> overrides =
         setting[0].rfind("MODEL.RETINANET.", 0) == 0 ? retinanet : cascade;
     overrides.insert(overrides.end(), setting.begin(), setting.end());
-    std::string message = "no error";
-    try {
-      build_model(testing::small_config(overrides));
-    } catch (const std::exception& e) {
-      message = e.what();
-    }
+    const std::string message = build_error(overrides);
     EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n got: " << message;
   }
 }
@@ -96,12 +101,7 @@ TEST(RegistryErrors, KeypointHeadNamesItsBadSettings) {
            {{"MODEL.ROI_KEYPOINT_HEAD.NAME", "KRCNNHead"}, "MODEL.ROI_KEYPOINT_HEAD.NAME"}}) {
     std::vector<std::string> overrides = {"MODEL.KEYPOINT_ON", "True"};
     overrides.insert(overrides.end(), setting.begin(), setting.end());
-    std::string message = "no error";
-    try {
-      build_model(testing::small_config(overrides));
-    } catch (const std::exception& e) {
-      message = e.what();
-    }
+    const std::string message = build_error(overrides);
     EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n got: " << message;
   }
 }
