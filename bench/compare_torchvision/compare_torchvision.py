@@ -48,6 +48,8 @@ def detkit_command(args, task, model, iters, window):
                "--window", window, "--json", "DATALOADER.NUM_WORKERS", str(args.workers)]
     if task == "data":  # full-image bitmasks, as the torchvision loader makes
         command += ["INPUT.MASK_FORMAT", "bitmask"]
+    if args.amp and task != "data":
+        command += ["SOLVER.AMP.ENABLED", "True"]
     return command
 
 
@@ -55,7 +57,7 @@ def peer_command(args, task, model, iters, window):
     return [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
             "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
             "--iters", str(iters), "--window", window, "--threads", str(args.threads),
-            "--workers", str(args.workers)]
+            "--workers", str(args.workers)] + (["--amp"] if args.amp and task != "data" else [])
 
 
 def main():
@@ -72,6 +74,9 @@ def main():
     parser.add_argument("--train", default="10:3:10", help="ITERS:A:B for training")
     parser.add_argument("--eval", default="40:8:40", help="ITERS:A:B for inference (images)")
     parser.add_argument("--data", default="100:20:100", help="ITERS:A:B for the loader (batches)")
+    parser.add_argument("--amp", action="store_true",
+                        help="train and eval under bfloat16 autocast on both sides (detkit: "
+                             "SOLVER.AMP.ENABLED True; torchvision: torch.autocast)")
     args = parser.parse_args()
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
     if not os.access(args.detkit, os.X_OK):
@@ -124,7 +129,8 @@ def median(runs, key):
 
 def print_table(args, plan, results):
     print(f"{args.rounds} round(s), {args.threads} threads, {args.workers} loader workers, "
-          "2 images per training batch, 512x384 images")
+          "2 images per training batch, 512x384 images"
+          + (", bfloat16 autocast on both sides" if args.amp else ""))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
               f"{'RSS MB d|tv':>12}  per-round ratios")

@@ -116,6 +116,32 @@ def build_model(args):
                  box_detections_per_img=100)
 
 
+def enable_cpu_autocast_rules():
+    """torchvision 0.14 registers autocast kernels for its ops on CUDA only: under CPU autocast a
+    bfloat16 feature map reaches nms and roi_align, whose CPU kernels refuse it ("nms_kernel not
+    implemented for 'BFloat16'"). These are its CUDA rules (compute in fp32; roi_align returns its
+    input's dtype), registered for AutocastCPU, the least a peer needs to run under autocast."""
+    ops = torch.ops.torchvision
+    lib = torch.library.Library("torchvision", "IMPL", "AutocastCPU")
+
+    def nms(boxes, scores, iou_threshold):
+        with torch.autocast("cpu", enabled=False):
+            return ops.nms(boxes.float(), scores.float(), iou_threshold)
+
+    def roi_align(x, rois, scale, height, width, sampling_ratio, aligned):
+        with torch.autocast("cpu", enabled=False):
+            return ops.roi_align(x.float(), rois.float(), scale, height, width, sampling_ratio,
+                                 aligned).to(x.dtype)
+
+    lib.impl("nms", nms)
+    lib.impl("roi_align", roi_align)
+    return lib  # kept alive: the registrations end with it
+
+
+def autocast(args):
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp)
+
+
 def run_train(args, times, data_times):
     model = build_model(args)
     model.train()
@@ -133,7 +159,8 @@ def run_train(args, times, data_times):
         start = time.perf_counter()
         images, targets = next(batches)
         fetched = time.perf_counter()
-        losses = model(list(images), list(targets))
+        with autocast(args):
+            losses = model(list(images), list(targets))
         total = sum(losses.values())
         values = {k: v.item() for k, v in losses.items()}  # what a trainer logs
         if not math.isfinite(total.item()):
@@ -174,7 +201,8 @@ def run_eval(args, times, data_times):
                 start = time.perf_counter()
                 image, _ = next(images)
             fetched = time.perf_counter()
-            model(list(image))
+            with autocast(args):
+                model(list(image))
             times.append(time.perf_counter() - start)
             data_times.append(fetched - start)
             log(args, i, times, data_times)
@@ -223,7 +251,10 @@ def main():
     parser.add_argument("--lr", type=float, default=0.002)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", help="train, eval: write a Chrome trace of the window's iterations")
+    parser.add_argument("--amp", action="store_true",
+                        help="train, eval: forward and losses under torch.autocast('cpu', bfloat16)")
     args = parser.parse_args()
+    rules = enable_cpu_autocast_rules() if args.amp else None  # noqa: F841 (kept alive)
     begin, end = window(args)
     if not 0 <= begin < end <= args.iters:
         sys.exit(f"--window {args.window} must satisfy 0 <= A < B <= --iters {args.iters}")
@@ -244,6 +275,7 @@ def main():
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "num_threads": torch.get_num_threads(),
         "num_workers": args.workers,
+        "amp": args.amp,
         "iter_seconds": times,
         "data_seconds": data_times,
     }))

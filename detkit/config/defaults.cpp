@@ -234,6 +234,10 @@ void define_solver_and_test(CfgNode& c) {
   c.define("SOLVER.CLIP_GRADIENTS.CLIP_VALUE", 1.0);
   c.define("SOLVER.CLIP_GRADIENTS.NORM_TYPE", 2.0);
   c.define("SOLVER.AMP.ENABLED", false);
+  // detkit's own (detkit_only_keys): what SOLVER.AMP.ENABLED turns on (solver/amp.h).
+  c.define("SOLVER.AMP.PRECISION", "bfloat16");  // bfloat16 | float16 (where the device has it)
+  c.define("SOLVER.AMP.OPT_LEVEL", "O1");        // O1: autocast, fp32 weights (Detectron2's)
+  c.define("SOLVER.AMP.LOSS_SCALE", "dynamic");  // dynamic (GradScaler) | a number (static)
 
   c.define("TEST.EXPECTED_RESULTS", empty_list());
   c.define("TEST.EVAL_PERIOD", 0);
@@ -274,8 +278,9 @@ CfgNode get_cfg() {
 }
 
 const std::vector<std::string>& detkit_only_keys() {
-  static const std::vector<std::string> keys = {"DATALOADER.MAX_BAD_IMAGE_FRACTION",
-                                                "DATALOADER.ON_BAD_IMAGE"};
+  static const std::vector<std::string> keys = {
+      "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE", "SOLVER.AMP.LOSS_SCALE",
+      "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION"};
   return keys;
 }
 

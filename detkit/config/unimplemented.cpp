@@ -7,7 +7,6 @@ namespace detkit::config {
 
 const std::vector<UnimplementedKey>& unimplemented_keys() {
   static const std::vector<UnimplementedKey> keys = {
-      {"SOLVER.AMP.ENABLED", "mixed-precision training"},
       {"TEST.AUG.ENABLED", "test-time augmentation"},
       {"TEST.PRECISE_BN.ENABLED", "precise BatchNorm statistics before evaluation"},
       {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "deformable convolutions"},

@@ -12,11 +12,13 @@
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/data/loader.h"
 #include "detkit/distributed/comm.h"
+#include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/engine/writers.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
+#include "detkit/utils/autocast.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {
@@ -197,11 +199,14 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
   auto loader = data::build_detection_train_loader(cfg, distributed::get_rank(),
                                                    distributed::get_world_size(), seed);
   const int64_t macs = training_forward_macs(*model, loader->next_batch());
-  Trainer trainer(
-      model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
-  trainer.register_hook(std::make_shared<LRSchedulerHook>(*scheduler));  // records "lr" first
-  trainer.register_hook(std::make_shared<StepTimer>(result, profile_file));
-  trainer.train(0, iterations);
+  // SOLVER.AMP as `detkit train` applies it.
+  const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
+  solver::GradScaler scaler(amp.loss_scale);
+  auto trainer = build_trainer(
+      amp, &scaler, model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
+  trainer->register_hook(std::make_shared<LRSchedulerHook>(*scheduler));  // records "lr" first
+  trainer->register_hook(std::make_shared<StepTimer>(result, profile_file));
+  trainer->train(0, iterations);
   result = summarize(std::move(result));
   result.train_gflops_per_iter = 2.0 * 3.0 * static_cast<double>(macs) / 1e9;
   result.achieved_gflops = result.train_gflops_per_iter / result.seconds_per_iter;
@@ -218,6 +223,8 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
   auto model = build_loaded_model(cfg);
   model->eval();
   at::InferenceMode inference_mode;
+  const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
+  const AutocastGuard autocast(amp.enabled, amp.precision);  // as evaluation in training runs
   auto loader = data::build_detection_test_loader(cfg, names.front());
   if (loader->size() == 0) throw Error("DATASETS.TEST '" + names.front() + "' has no images");
   WindowProfiler profiler(profile_file, window);

@@ -10,12 +10,14 @@
 #include "detkit/data/catalog.h"
 #include "detkit/data/shapes/shapes.h"
 #include "detkit/distributed/comm.h"
+#include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/writers.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"
 #include "detkit/solver/state_ivalue.h"
+#include "detkit/utils/autocast.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "detkit/utils/logging.h"
@@ -84,6 +86,7 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
+  const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
   for (const auto& name : names) {
     // Each rank infers on a contiguous shard; the evaluator gathers the detections to rank 0.
     auto loader = data::build_detection_test_loader(cfg, name, distributed::get_rank(),
@@ -98,6 +101,7 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     evaluation::COCOEvaluator evaluator(parts.front(), tasks, out,
                                         cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS"));
     spdlog::info("Evaluating {}", name);
+    const AutocastGuard autocast(amp.enabled, amp.precision);
     all[name] = evaluation::inference_on_dataset(model, *loader, evaluator);
   }
   return all;
@@ -109,6 +113,8 @@ DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed)
     : cfg_(solver::auto_scale_workers(cfg, distributed::get_world_size())), seed_(seed) {
   model_ = modeling::build_model(cfg_);
   optimizer_ = solver::build_optimizer(cfg_, *model_);
+  amp_ = solver::amp_options_from_config(cfg_);
+  if (amp_.enabled) scaler_ = std::make_unique<solver::GradScaler>(amp_.loss_scale);
   scheduler_ = solver::build_lr_scheduler(cfg_, *optimizer_);
   checkpointer_ = std::make_unique<checkpoint::Checkpointer>(model_, cfg_.get_string("OUTPUT_DIR"));
   periodic_ = std::make_unique<checkpoint::PeriodicCheckpointer>(
@@ -123,6 +129,11 @@ void DefaultTrainer::resume_or_load(bool resume) {
   if (state.count("optimizer")) optimizer_->load_state(state.at("optimizer"));
   if (state.count("scheduler"))
     scheduler_->load_state_dict(solver::scheduler_state_from_ivalue(state.at("scheduler")));
+  if (scaler_ && state.count("grad_scaler"))
+    scaler_->load_state_dict(solver::grad_scaler_state_from_ivalue(state.at("grad_scaler")));
+  else if (scaler_)
+    spdlog::info("{} has no grad_scaler (written without SOLVER.AMP): the loss scale starts at {}",
+                 loaded.path, scaler_->scale());
   start_iter_ = loaded.iteration() + 1;
   spdlog::info("Resuming from {} at iteration {}", loaded.path, start_iter_);
   const int world = distributed::get_world_size();
@@ -143,8 +154,8 @@ void DefaultTrainer::train() {
                                                distributed::get_world_size(), seed_,
                                                std::min(start_iter_, max_iter));
   broadcast_weights_from_main(*model_);  // every rank starts from rank 0's weights
-  trainer_ = std::make_unique<Trainer>(
-      model_, *optimizer_,
+  trainer_ = build_trainer(
+      amp_, scaler_.get(), model_, *optimizer_,
       [this] {
         auto batch = loader_->next_batch();
         // DATALOADER.ON_BAD_IMAGE skip: how many samples this rank replaced so far.

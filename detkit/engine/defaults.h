@@ -13,6 +13,8 @@
 #include "detkit/data/loader.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/evaluation/coco_report.h"
+#include "detkit/solver/amp.h"
+#include "detkit/solver/grad_scaler.h"
 #include "detkit/solver/lr_scheduler.h"
 #include "detkit/solver/sgd.h"
 
@@ -26,7 +28,8 @@ uint64_t default_setup(const config::CfgNode& cfg);
 /// DATASETS.TEST name shapes_train / shapes_val and it does not exist yet.
 void ensure_builtin_datasets(const config::CfgNode& cfg);
 
-/// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON); results files
+/// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON; under autocast
+/// in SOLVER.AMP.PRECISION when SOLVER.AMP.ENABLED, detections returned in fp32); results files
 /// go to OUTPUT_DIR/inference/<dataset>/ (OUTPUT_DIR/inference/ when there is one dataset).
 /// With several ranks each infers on its shard and rank 0 alone writes and returns the reports
 /// (the other ranks get an empty report per dataset).
@@ -53,6 +56,8 @@ class DefaultTrainer {
   uint64_t seed_;
   std::shared_ptr<modeling::MetaArch> model_;
   std::unique_ptr<solver::SGD> optimizer_;
+  solver::AmpOptions amp_;                     // SOLVER.AMP.*
+  std::unique_ptr<solver::GradScaler> scaler_;  // when amp_.enabled
   std::unique_ptr<solver::LRMultiplier> scheduler_;
   std::unique_ptr<data::TrainLoader> loader_;
   std::unique_ptr<checkpoint::Checkpointer> checkpointer_;

@@ -48,6 +48,7 @@ checkpoint::CheckpointState training_state(Trainer& t, solver::LRMultiplier& sch
   state["optimizer"] = t.optimizer().state();
   state["scheduler"] = solver::scheduler_state_to_ivalue(scheduler.state_dict());
   state["world_size"] = static_cast<int64_t>(distributed::get_world_size());
+  for (auto& [key, value] : t.extra_state()) state[key] = value;
   state["iteration"] = t.iter();
   return state;
 }

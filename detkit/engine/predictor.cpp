@@ -6,13 +6,15 @@
 
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/data/image/image_io.h"
+#include "detkit/utils/autocast.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::engine {
 
 DefaultPredictor::DefaultPredictor(const config::CfgNode& cfg)
     : model_(modeling::build_model(cfg)),
-      mapper_(data::dataset_mapper_options_from_config(cfg, /*is_train=*/false)) {
+      mapper_(data::dataset_mapper_options_from_config(cfg, /*is_train=*/false)),
+      amp_(solver::amp_options_from_config(cfg)) {
   const std::string weights = cfg.get_string("MODEL.WEIGHTS");
   if (weights.empty())
     throw Error("DefaultPredictor: MODEL.WEIGHTS is empty; a predictor needs trained weights");
@@ -40,6 +42,7 @@ structures::ModelInput DefaultPredictor::preprocess(const cv::Mat& bgr) const {
 
 structures::Instances DefaultPredictor::operator()(const cv::Mat& bgr) {
   at::InferenceMode inference_mode;
+  const AutocastGuard autocast(amp_.enabled, amp_.precision);
   return model_->inference({preprocess(bgr)}).at(0);
 }
 

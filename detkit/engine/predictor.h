@@ -13,13 +13,16 @@
 #include "detkit/config/cfg_node.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
+#include "detkit/solver/amp.h"
 
 namespace detkit::engine {
 
 class DefaultPredictor {
  public:
   /// Builds MODEL.META_ARCHITECTURE on MODEL.DEVICE and loads MODEL.WEIGHTS (a detkit or
-  /// Detectron2 checkpoint, or a state dict); an empty MODEL.WEIGHTS is a detkit::Error.
+  /// Detectron2 checkpoint, or a state dict); an empty MODEL.WEIGHTS is a detkit::Error. With
+  /// SOLVER.AMP.ENABLED the model runs under autocast in SOLVER.AMP.PRECISION (detections come
+  /// back in fp32).
   explicit DefaultPredictor(const config::CfgNode& cfg);
 
   /// `bgr`: 8-bit, 3 channels, BGR. Resized as INPUT.MIN_SIZE_TEST / MAX_SIZE_TEST say, in
@@ -36,6 +39,7 @@ class DefaultPredictor {
  private:
   std::shared_ptr<modeling::MetaArch> model_;
   data::DatasetMapperOptions mapper_;
+  solver::AmpOptions amp_;  // SOLVER.AMP.ENABLED: inference under autocast
 };
 
 }  // namespace detkit::engine

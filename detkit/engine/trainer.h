@@ -13,7 +13,10 @@
 // rank's images of the batch. Randomness inside a step
 // (anchor/proposal sampling) is seeded from (seed, iteration, rank) so a resumed run repeats the
 // uninterrupted one exactly.
+#include <ATen/core/ivalue.h>
+
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +68,9 @@ class Trainer {
   solver::Optimizer& optimizer() { return optimizer_; }
   /// Steps the optimizer skipped so far in this train() (a loss scaler's overflow steps).
   int64_t skipped_steps() const { return skipped_steps_; }
+  /// What a checkpoint holds of this trainer besides model, optimizer and schedule (a loss
+  /// scaler's "grad_scaler"); nothing here.
+  virtual std::map<std::string, c10::IValue> extra_state() const { return {}; }
   /// With several ranks, the last step's gradient communication: its length, and the part of it
   /// backward did not hide; zeros in one process.
   distributed::ReductionTiming last_gradient_reduction() const {
@@ -90,6 +96,8 @@ class Trainer {
   virtual void synchronize_gradients();
   /// Applies the gradients; a step the optimizer skips is counted (skipped_steps()).
   virtual void optimizer_step();
+  /// For a phase that decides itself not to step (a loss scaler's overflow).
+  void count_skipped_step() { ++skipped_steps_; }
 
  private:
   std::shared_ptr<modeling::MetaArch> model_;

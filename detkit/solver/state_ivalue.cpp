@@ -99,4 +99,28 @@ LRSchedulerState scheduler_state_from_ivalue(const c10::IValue& value) {
   return state;
 }
 
+c10::IValue grad_scaler_state_to_ivalue(const GradScalerState& state) {
+  GenericDict d = new_dict();
+  d.insert(c10::IValue(std::string("scale")), state.scale);
+  d.insert(c10::IValue(std::string("growth_factor")), state.growth_factor);
+  d.insert(c10::IValue(std::string("backoff_factor")), state.backoff_factor);
+  d.insert(c10::IValue(std::string("growth_interval")), state.growth_interval);
+  d.insert(c10::IValue(std::string("_growth_tracker")), state.growth_tracker);
+  return d;
+}
+
+GradScalerState grad_scaler_state_from_ivalue(const c10::IValue& value) {
+  GenericDict d = as_dict(value, "grad_scaler");
+  auto field = [&](const char* key) {
+    return number(entry(d, key, "grad_scaler"), std::string("grad_scaler.") + key);
+  };
+  GradScalerState state;
+  state.scale = field("scale");
+  state.growth_factor = field("growth_factor");
+  state.backoff_factor = field("backoff_factor");
+  state.growth_interval = static_cast<int64_t>(field("growth_interval"));
+  state.growth_tracker = static_cast<int64_t>(field("_growth_tracker"));
+  return state;
+}
+
 }  // namespace detkit::solver

@@ -37,6 +37,8 @@ pid_t start_train(const TinySetup& s, const std::vector<std::string>& extra,
   std::vector<std::string> args = {DETKIT_BINARY, "--num-threads", "1",
                                    "train",       "--config-file", s.config};
   args.insert(args.end(), extra.begin(), extra.end());
+  std::cout.flush();  // else the child prints what the parent buffered once more
+  fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     if (max_file_bytes != RLIM_INFINITY) {
@@ -260,6 +262,66 @@ TEST(TrainCli, NonFiniteLossStopsWithTheIterationNamed) {
   ASSERT_TRUE(fs::exists(out));
   for (const auto& entry : fs::directory_iterator(out))
     if (entry.path().extension() == ".pth") EXPECT_NO_THROW(model_of(entry.path().string()));
+}
+
+}  // namespace detkit::engine
+
+namespace detkit::engine {
+
+TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
+  TinySetup s;
+  const std::string straight = s.dir.path("amp"), resumed = s.dir.path("amp_resumed");
+  const std::vector<std::string> amp = {"SOLVER.AMP.ENABLED", "True"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), amp.begin(), amp.end());
+    return args;
+  };
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}))), 0)
+      << read_file(s.dir.path("child.log"));
+  // The scaler in PyTorch's GradScaler.state_dict() layout: 3 clean steps after iteration 2.
+  const auto scaler = [](const std::string& file) {
+    return checkpoint::load_torch_file(file).toGenericDict().at("grad_scaler").toGenericDict();
+  };
+  EXPECT_EQ(scaler(straight + "/model_0000002.pth").at(std::string("scale")).toDouble(), 65536.0);
+  EXPECT_EQ(scaler(straight + "/model_0000002.pth").at(std::string("_growth_tracker")).toInt(), 3);
+  EXPECT_EQ(scaler(straight + "/model_final.pth").at(std::string("_growth_tracker")).toInt(), 6);
+  std::ifstream metrics(straight + "/metrics.json");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.value("[metric]grad_scaler", 0.0), 65536.0) << line;
+    EXPECT_EQ(j.value("amp/skipped_steps", -1.0), 0.0) << line;
+  }
+
+  // Resume from the iteration-2 checkpoint: the same final weights as the uninterrupted run.
+  fs::create_directories(resumed);
+  fs::copy_file(straight + "/model_0000002.pth", resumed + "/model_0000002.pth");
+  atomic_write(resumed + "/last_checkpoint", "model_0000002.pth");
+  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}))), 0)
+      << read_file(s.dir.path("child.log"));
+  expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
+  EXPECT_EQ(scaler(resumed + "/model_final.pth").at(std::string("_growth_tracker")).toInt(), 6);
+
+  // The same checkpoint resumed without AMP continues in fp32 (the scaler entry is not needed),
+  // and an fp32 checkpoint resumed with AMP starts a fresh scale, saying so.
+  const std::string fp32 = s.dir.path("amp_to_fp32");
+  fs::create_directories(fp32);
+  fs::copy_file(straight + "/model_0000002.pth", fp32 + "/model_0000002.pth");
+  atomic_write(fp32 + "/last_checkpoint", "model_0000002.pth");
+  ASSERT_EQ(wait_exit(start_train(s, {"--resume", "OUTPUT_DIR", fp32})), 0)
+      << read_file(s.dir.path("child.log"));
+  EXPECT_FALSE(checkpoint::load_torch_file(fp32 + "/model_final.pth")
+                   .toGenericDict()
+                   .contains(std::string("grad_scaler")));
+  const std::string again = s.dir.path("fp32_to_amp");
+  fs::create_directories(again);
+  fs::copy_file(fp32 + "/model_0000005.pth", again + "/model_0000005.pth");
+  atomic_write(again + "/last_checkpoint", "model_0000005.pth");
+  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", again, "SOLVER.MAX_ITER",
+                                           "8"}))),
+            0)
+      << read_file(s.dir.path("child.log"));
+  EXPECT_EQ(scaler(again + "/model_final.pth").at(std::string("_growth_tracker")).toInt(), 2);
+  EXPECT_NE(read_file(s.dir.path("child.log")).find("has no grad_scaler"), std::string::npos);
 }
 
 }  // namespace detkit::engine

@@ -64,13 +64,31 @@ std::vector<Instances> GeneralizedRCNN::inference(const std::vector<ModelInput>&
   return out;
 }
 
+namespace {
+bool is_reduced_float(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+}
+}  // namespace
+
 Instances detector_postprocess(const Instances& results, int64_t height, int64_t width,
                                double mask_threshold) {
   const double scale_x = static_cast<double>(width) / results.image_width();
   const double scale_y = static_cast<double>(height) / results.image_height();
   Instances scaled(height, width);
-  for (const auto& name : results.field_names()) scaled.set(name, results.get(name));
-  Boxes boxes = results.boxes("pred_boxes").clone();
+  for (const auto& name : results.field_names()) {
+    // Under autocast some fields come out in reduced precision (scores of a bfloat16 box head):
+    // what leaves the model is fp32.
+    const auto& field = results.get(name);
+    const at::Tensor* t = std::get_if<at::Tensor>(&field);
+    const Boxes* b = std::get_if<Boxes>(&field);
+    if (t && is_reduced_float(*t))
+      scaled.set(name, t->to(at::kFloat));
+    else if (b && is_reduced_float(b->tensor()))
+      scaled.set(name, Boxes(b->tensor().to(at::kFloat)));
+    else
+      scaled.set(name, field);
+  }
+  Boxes boxes = scaled.boxes("pred_boxes").clone();
   boxes.scale(scale_x, scale_y);
   boxes.clip(height, width);
   scaled.set("pred_boxes", boxes);

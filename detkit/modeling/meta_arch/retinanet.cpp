@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "detkit/layers/losses.h"
+#include "detkit/layers/precision.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/modeling/meta_arch/preprocess.h"
 #include "detkit/ops/batched_nms.h"
@@ -169,7 +170,7 @@ Instances RetinaNet::inference_single_image(const std::vector<Boxes>& anchors,
   std::vector<Instances> levels;
   for (size_t level = 0; level < anchors.size(); ++level) {
     // (R * K) scores, flat index = anchor * K + class, as nonzero() of Detectron2's (R, K) mask
-    const at::Tensor scores = predictions.logits[level][image].sigmoid().flatten();
+    const at::Tensor scores = layers::fp32_if_reduced(predictions.logits[level][image]).sigmoid().flatten();
     at::Tensor candidates = (scores > options_.score_thresh_test).nonzero().squeeze(1);
     const int64_t k = std::min<int64_t>(candidates.size(0), options_.topk_candidates_test);
     auto [top_scores, order] = scores.index_select(0, candidates).topk(k);

@@ -4,6 +4,7 @@
 #include <torch/nn/init.h>
 
 #include "detkit/layers/losses.h"
+#include "detkit/layers/precision.h"
 #include "detkit/ops/batched_nms.h"
 #include "detkit/utils/error.h"
 
@@ -127,7 +128,8 @@ std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_boxes(
 std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_probs(
     const std::pair<at::Tensor, at::Tensor>& predictions,
     const std::vector<Instances>& proposals) const {
-  return at::softmax(predictions.first, -1).split_with_sizes(sizes_of(proposals));
+  return at::softmax(layers::fp32_if_reduced(predictions.first), -1)
+      .split_with_sizes(sizes_of(proposals));
 }
 
 std::vector<Instances> FastRCNNOutputLayersImpl::inference(

@@ -4,6 +4,7 @@
 #include <torch/nn/init.h>
 
 #include "detkit/modeling/roi_heads/roi_heads.h"
+#include "detkit/layers/precision.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -139,7 +140,7 @@ void keypoint_rcnn_inference(const at::Tensor& pred_keypoint_logits,
                              std::vector<Instances>& instances) {
   std::vector<at::Tensor> boxes;
   for (const auto& inst : instances) boxes.push_back(inst.boxes("pred_boxes").tensor());
-  at::Tensor logits = pred_keypoint_logits.detach();
+  at::Tensor logits = layers::fp32_if_reduced(pred_keypoint_logits.detach());
   at::Tensor results = boxes.empty() ? at::zeros({0, logits.size(1), 4})
                                      : heatmaps_to_keypoints(logits, at::cat(boxes));
   at::Tensor xy_score = results.index_select(2, at::tensor({0, 1, 3}, at::kLong));

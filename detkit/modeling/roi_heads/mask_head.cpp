@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
 
+#include "detkit/layers/precision.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -71,7 +72,8 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
   return at::binary_cross_entropy_with_logits(logits, targets);
 }
 
-void mask_rcnn_inference(const at::Tensor& pred_mask_logits, std::vector<Instances>& instances) {
+void mask_rcnn_inference(const at::Tensor& mask_logits, std::vector<Instances>& instances) {
+  const at::Tensor pred_mask_logits = layers::fp32_if_reduced(mask_logits);
   at::Tensor probs;
   if (pred_mask_logits.size(1) == 1) {
     probs = pred_mask_logits.sigmoid();

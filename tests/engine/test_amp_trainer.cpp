@@ -1,0 +1,155 @@
+// Mixed-precision training through the Trainer's phases: the forward pass under autocast with
+// fp32 losses, an overflowing step skipped with weights and optimizer state untouched, the
+// gradients unscaled before the optimizer clips them, the scale and skips recorded, and the
+// scaler's state for checkpoints.
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+
+#include "detkit/config/defaults.h"
+#include "detkit/engine/amp_trainer.h"
+#include "detkit/solver/build.h"
+#include "detkit/solver/sgd.h"
+
+namespace detkit::engine {
+namespace {
+
+// One linear layer whose bias gets gradient `gradient` (times the loss scale in backward): a
+// huge `gradient` overflows only once scaled, as a real fp16/bf16 overflow does.
+class OverflowToy : public modeling::MetaArch {
+ public:
+  OverflowToy() : fc_(register_module("fc", torch::nn::Linear(2, 1))) {
+    at::NoGradGuard no_grad;
+    fc_->weight.fill_(0.25);
+    fc_->bias.fill_(0.1);
+  }
+  double gradient = 1.0;
+  c10::ScalarType seen = c10::kDouble;  // the dtype of fc's output in the last forward
+
+  structures::LossDict losses(const std::vector<structures::ModelInput>&) override {
+    const at::Tensor y = fc_->forward(at::ones({1, 2}));
+    seen = y.scalar_type();
+    // fc.weight's gradient is 0; fc.bias's is `gradient`.
+    return {{"loss_toy", y.sum() * 0 + fc_->bias.sum() * gradient}};
+  }
+  std::vector<structures::Instances> inference(
+      const std::vector<structures::ModelInput>&) override {
+    return {};
+  }
+  float bias() const { return fc_->bias.item<float>(); }
+
+ private:
+  torch::nn::Linear fc_;
+};
+
+struct AmpSetup {
+  std::shared_ptr<OverflowToy> model = std::make_shared<OverflowToy>();
+  std::unique_ptr<solver::SGD> optimizer;
+  solver::GradScaler scaler;
+  AMPTrainer trainer;
+
+  explicit AmpSetup(const std::vector<std::string>& overrides)
+      : optimizer(build(overrides, *model)),
+        trainer(model, *optimizer, [] { return std::vector<structures::ModelInput>(1); }, 1,
+                scaler) {}
+
+  static std::unique_ptr<solver::SGD> build(const std::vector<std::string>& overrides,
+                                            OverflowToy& model) {
+    config::CfgNode cfg = config::get_cfg();
+    cfg.merge_from_list({"SOLVER.BASE_LR", "1", "SOLVER.WEIGHT_DECAY", "0"});
+    cfg.merge_from_list(overrides);
+    return solver::build_optimizer(cfg, model);
+  }
+};
+
+TEST(AMPTrainer, ForwardRunsUnderAutocastAndTheLossesComeBackFp32) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0"});
+  s.trainer.train(0, 1);
+  EXPECT_EQ(s.model->seen, c10::kBFloat16);  // the Linear ran in bfloat16
+  EXPECT_FLOAT_EQ(s.model->bias(), 0.1f - 1.0f);  // unscaled gradient 1, lr 1
+  EXPECT_EQ(s.trainer.storage().latest("[metric]grad_scaler").first, 65536.0);
+  EXPECT_EQ(s.trainer.storage().latest("amp/skipped_steps").first, 0.0);
+  EXPECT_EQ(s.scaler.growth_tracker(), 1);
+}
+
+TEST(AMPTrainer, AnOverflowSkipsExactlyThatStepAndTouchesNoWeightOrState) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0.9"});
+  s.trainer.train(0, 1);  // a normal step: momentum buffers exist
+  const float bias = s.model->bias();
+  std::vector<at::Tensor> momentum;
+  for (const auto& group : s.optimizer->param_groups())
+    for (const at::Tensor& buffer : group.momentum_buffers) momentum.push_back(buffer.clone());
+  ASSERT_EQ(momentum.size(), 2u);
+
+  s.model->gradient = 1e34;  // finite loss; x 65536 in backward is past float's range
+  s.trainer.train(1, 2);
+  EXPECT_EQ(s.trainer.skipped_steps(), 1);
+  EXPECT_EQ(s.trainer.storage().latest("amp/skipped_steps").first, 1.0);
+  EXPECT_EQ(s.model->bias(), bias);
+  size_t k = 0;
+  for (const auto& group : s.optimizer->param_groups())
+    for (const at::Tensor& buffer : group.momentum_buffers)
+      EXPECT_TRUE(buffer.equal(momentum[k++])) << "momentum buffer " << k - 1;
+  EXPECT_EQ(s.scaler.scale(), 32768.0);
+  EXPECT_EQ(s.scaler.growth_tracker(), 0);
+
+  s.model->gradient = 1.0;  // training goes on at the lower scale
+  s.trainer.train(2, 3);
+  EXPECT_EQ(s.trainer.skipped_steps(), 0);
+  EXPECT_NE(s.model->bias(), bias);
+  EXPECT_EQ(s.trainer.storage().latest("[metric]grad_scaler").first, 32768.0);
+  EXPECT_EQ(s.scaler.growth_tracker(), 1);
+}
+
+TEST(AMPTrainer, TheClipperSeesUnscaledGradients) {
+  // Clipping by value at 1: a true gradient of 0.5 passes whole (scaled by 65536 it would be
+  // clipped to 1), one of 3 is clipped to 1.
+  AmpSetup s({"SOLVER.MOMENTUM", "0", "SOLVER.CLIP_GRADIENTS.ENABLED", "True",
+           "SOLVER.CLIP_GRADIENTS.CLIP_TYPE", "value", "SOLVER.CLIP_GRADIENTS.CLIP_VALUE", "1.0"});
+  s.model->gradient = 0.5;
+  s.trainer.train(0, 1);
+  EXPECT_FLOAT_EQ(s.model->bias(), 0.1f - 0.5f);
+  s.model->gradient = 3;
+  s.trainer.train(1, 2);
+  EXPECT_FLOAT_EQ(s.model->bias(), 0.1f - 0.5f - 1.0f);
+}
+
+TEST(AMPTrainer, ANonFiniteLossStopsTrainingInsteadOfSkipping) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0"});
+  s.model->gradient = std::numeric_limits<double>::infinity();
+  try {
+    s.trainer.train(0, 1);
+    FAIL() << "an infinite loss did not stop training";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("loss became infinite or NaN"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FLOAT_EQ(s.model->bias(), 0.1f);
+}
+
+TEST(AMPTrainer, ItsCheckpointStateIsTheScalersInPyTorchsLayout) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0"});
+  s.trainer.train(0, 2);
+  const auto state = s.trainer.extra_state();
+  ASSERT_EQ(state.count("grad_scaler"), 1u);
+  const auto d = state.at("grad_scaler").toGenericDict();
+  EXPECT_EQ(d.at(std::string("scale")).toDouble(), 65536.0);
+  EXPECT_EQ(d.at(std::string("_growth_tracker")).toInt(), 2);
+  EXPECT_TRUE(Trainer(s.model, *s.optimizer, {}, 1).extra_state().empty());
+}
+
+TEST(AMPTrainer, BuildTrainerFollowsSolverAmpEnabled) {
+  auto model = std::make_shared<OverflowToy>();
+  auto optimizer = AmpSetup::build({}, *model);
+  solver::GradScaler scaler;
+  solver::AmpOptions amp;
+  EXPECT_EQ(dynamic_cast<AMPTrainer*>(
+                build_trainer(amp, &scaler, model, *optimizer, {}, 1).get()),
+            nullptr);
+  amp.enabled = true;
+  EXPECT_NE(dynamic_cast<AMPTrainer*>(
+                build_trainer(amp, &scaler, model, *optimizer, {}, 1).get()),
+            nullptr);
+}
+
+}  // namespace
+}  // namespace detkit::engine

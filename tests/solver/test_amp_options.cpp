@@ -1,0 +1,63 @@
+// SOLVER.AMP.*: defaults, static and dynamic loss scales, and every refused value named by key.
+#include <gtest/gtest.h>
+
+#include "detkit/config/defaults.h"
+#include "detkit/solver/amp.h"
+#include "detkit/utils/error.h"
+
+namespace detkit::solver {
+namespace {
+
+AmpOptions read(const std::vector<std::string>& overrides) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"MODEL.DEVICE", "cpu"});
+  cfg.merge_from_list(overrides);
+  return amp_options_from_config(cfg);
+}
+
+std::string error_of(const std::vector<std::string>& overrides) {
+  try {
+    read(overrides);
+  } catch (const Error& e) {
+    std::cout << "[ refused ] " << e.what() << "\n";
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(AmpOptions, DefaultsAreOffBfloat16AndADynamicScale) {
+  const AmpOptions o = read({});
+  EXPECT_FALSE(o.enabled);
+  EXPECT_EQ(o.precision, c10::kBFloat16);
+  EXPECT_TRUE(o.loss_scale.dynamic());
+  EXPECT_EQ(o.loss_scale.init_scale(), 65536.0);
+  EXPECT_EQ(o.loss_scale.growth_interval(), 2000);
+}
+
+TEST(AmpOptions, ANumberIsAStaticScale) {
+  const AmpOptions o = read({"SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.LOSS_SCALE", "64"});
+  EXPECT_TRUE(o.enabled);
+  EXPECT_FALSE(o.loss_scale.dynamic());
+  EXPECT_EQ(o.loss_scale.init_scale(), 64.0);
+  EXPECT_EQ(read({"SOLVER.AMP.LOSS_SCALE", "0.5"}).loss_scale.init_scale(), 0.5);
+}
+
+TEST(AmpOptions, RefusedValuesNameTheirKey) {
+  for (const char* scale : {"0", "-64", "inf", "nan", "sixty-four", "64x", ""})
+    EXPECT_NE(error_of({"SOLVER.AMP.LOSS_SCALE", scale}).find("SOLVER.AMP.LOSS_SCALE must be"),
+              std::string::npos)
+        << scale;
+  EXPECT_NE(error_of({"SOLVER.AMP.PRECISION", "float16"})
+                .find("SOLVER.AMP.PRECISION is 'float16', but CPU autocast"),
+            std::string::npos);
+  EXPECT_NE(error_of({"SOLVER.AMP.PRECISION", "fp8"}).find("SOLVER.AMP.PRECISION must be"),
+            std::string::npos);
+  EXPECT_NE(error_of({"SOLVER.AMP.OPT_LEVEL", "O2"})
+                .find("SOLVER.AMP.OPT_LEVEL is 'O2' (reduced-precision weights"),
+            std::string::npos);
+  EXPECT_NE(error_of({"SOLVER.AMP.OPT_LEVEL", "O3"}).find("SOLVER.AMP.OPT_LEVEL must be"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace detkit::solver
