@@ -29,7 +29,11 @@ message(STATUS "detkit parity oracle python: ${DETKIT_ORACLE_PYTHON}")
 function(detkit_add_library name)
   cmake_parse_arguments(ARG "TORCH" "" "SOURCES;DEPS" ${ARGN})
   add_library(detkit_${name} ${ARG_SOURCES})
-  target_include_directories(detkit_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(detkit_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # Installed as detkit::<name> (cmake/install.cmake).
+  set_target_properties(detkit_${name} PROPERTIES EXPORT_NAME ${name})
+  set_property(GLOBAL APPEND PROPERTY DETKIT_LIBRARIES detkit_${name})
   target_link_libraries(detkit_${name} PUBLIC ${ARG_DEPS})
   if(ARG_TORCH)
     target_link_libraries(detkit_${name} PUBLIC torch)

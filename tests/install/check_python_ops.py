@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""check_python_ops.py BUILD WORK: installs the detkit build in BUILD into WORK/prefix, loads the
+installed libdetkit_ops.so into Debian's python3-torch with torch.ops.load_library, and checks
+torch.ops.detkit.{roi_align (and its gradient), nms, batched_nms, box_iou, paste_masks_in_image}
+against torchvision (and Detectron2's mask pasting, as tests/parity/oracle_ops.py writes it) on
+random inputs. Prints the largest difference of each."""
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+import torchvision
+
+build, work = sys.argv[1:3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity"))
+import oracle_ops  # noqa: E402  (Detectron2's paste_masks_in_image, re-written)
+
+shutil.rmtree(work, ignore_errors=True)
+prefix = os.path.join(work, "prefix")
+subprocess.run(["cmake", "--install", build, "--prefix", prefix], check=True,
+               stdout=subprocess.DEVNULL)
+torch.ops.load_library(os.path.join(prefix, "lib", "libdetkit_ops.so"))
+ops = torch.ops.detkit
+torch.manual_seed(0)
+
+
+def random_boxes(n, size):
+    xy = torch.rand(n, 2) * size * 0.6
+    return torch.cat([xy, xy + torch.rand(n, 2) * size * 0.4 + 1], 1)
+
+
+report = []
+x = torch.randn(2, 8, 32, 32, requires_grad=True)
+rois = torch.cat([torch.randint(0, 2, (20, 1)).float(), random_boxes(20, 128)], 1)
+for aligned, ratio in [(True, 0), (False, 2)]:
+    ours = ops.roi_align(x, rois, 0.25, 7, 7, ratio, aligned)
+    theirs = torchvision.ops.roi_align(x, rois, (7, 7), 0.25, ratio, aligned)
+    g = torch.randn_like(ours)
+    (g_ours,) = torch.autograd.grad(ours, x, g)
+    (g_theirs,) = torch.autograd.grad(theirs, x, g)
+    report.append((f"roi_align aligned={aligned}", (ours - theirs).abs().max().item(), 1e-5))
+    report.append((f"roi_align gradient aligned={aligned}",
+                   (g_ours - g_theirs).abs().max().item(), 1e-5))
+
+boxes, scores = random_boxes(200, 100), torch.rand(200)
+idxs = torch.randint(0, 4, (200,))
+same = torch.equal(ops.nms(boxes, scores, 0.5), torchvision.ops.nms(boxes, scores, 0.5))
+report.append(("nms (kept indices differ)", 0.0 if same else 1.0, 0))
+same = torch.equal(ops.batched_nms(boxes, scores, idxs, 0.5),
+                   torchvision.ops.batched_nms(boxes, scores, idxs, 0.5))
+report.append(("batched_nms (kept indices differ)", 0.0 if same else 1.0, 0))
+report.append(("box_iou", (ops.box_iou(boxes[:50], boxes[50:]) -
+                           torchvision.ops.box_iou(boxes[:50], boxes[50:])).abs().max().item(), 1e-6))
+
+masks, mask_boxes = torch.rand(6, 28, 28), random_boxes(6, 60)
+pasted = ops.paste_masks_in_image(masks, mask_boxes, 64, 80, 0.5)
+want = oracle_ops.paste_masks({"masks": masks, "boxes": mask_boxes,
+                               "image_size": torch.tensor([64, 80]),
+                               "threshold": torch.tensor(0.5)})["masks"]
+report.append(("paste_masks_in_image (pixels differing)",
+               float((pasted != want).sum()), 0))
+
+for name, diff, tolerance in report:
+    print(f"torch.ops.detkit from Python: {name}: max abs diff {diff:.3g}")
+failed = [name for name, diff, tolerance in report if diff > tolerance]
+sys.exit(f"differs from torchvision: {failed}" if failed else 0)
