@@ -9,7 +9,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
-  python3-torchvision
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files
+  python3-torchvision python3-protobuf python3-crc32c  # oracles: torchvision; a TensorBoard reader
   clang-14 libclang-rt-14-dev  # the libFuzzer builds of fuzz/ (ASan + UBSan)
 )
 missing=()

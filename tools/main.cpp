@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       detkit::tools::add_visualize_data_command(app),
       detkit::tools::add_benchmark_command(app),
       detkit::tools::add_convert_weights_command(app),
+      detkit::tools::add_plot_command(app),
       detkit::tools::add_model_zoo_command(app),
   };
   try {

@@ -12,6 +12,7 @@
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
+#include "detkit/engine/tensorboard_writer.h"
 #include "detkit/engine/writers.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/auto_scale.h"
@@ -107,6 +108,16 @@ std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
   return all;
 }
 
+void put_evaluation_results(
+    EventStorage& storage,
+    const std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>>& results) {
+  for (const auto& [dataset, tasks] : results)
+    for (const auto& [task, report] : tasks)
+      for (const auto& [metric, value] : evaluation::detectron2_results(report))
+        storage.put_scalar((results.size() > 1 ? dataset + "/" : "") + task + "/" + metric, value,
+                           /*smoothing_hint=*/false);
+}
+
 DefaultTrainer::DefaultTrainer(const config::CfgNode& cfg, uint64_t seed)
     // As Detectron2's: a config written for SOLVER.REFERENCE_WORLD_SIZE workers, scaled to this
     // job's (batch, LR, schedule); unchanged when the key is 0.
@@ -171,10 +182,15 @@ void DefaultTrainer::train() {
   if (!cfg_.get_string_list("DATASETS.TEST").empty())
     trainer_->register_hook(
         std::make_shared<EvalHook>(cfg_.get_int("TEST.EVAL_PERIOD"),
-                                   [this](Trainer& t) { results_ = test(cfg_, t.model()); }));
-  if (distributed::is_main_process())  // the job's metrics and console lines come from rank 0
+                                   [this](Trainer& t) {
+                                     results_ = test(cfg_, t.model());
+                                     put_evaluation_results(t.storage(), results_);
+                                   }));
+  if (distributed::is_main_process()) {  // the job's metrics and console lines come from rank 0
     trainer_->register_hook(
         std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
+    trainer_->register_hook(std::make_shared<TensorboardWriter>(cfg_.get_string("OUTPUT_DIR")));
+  }
   // Last, so that it sees a signal that came during any other hook (an evaluation).
   auto preemption = std::make_shared<PreemptionHook>(*checkpointer_, *scheduler_);
   trainer_->register_hook(preemption);

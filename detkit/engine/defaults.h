@@ -36,6 +36,14 @@ void ensure_builtin_datasets(const config::CfgNode& cfg);
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model);
 
+/// Detectron2's EvalHook records the evaluation in the event storage (so in metrics.json and
+/// TensorBoard): "bbox/AP", "segm/AP50", "bbox/AP-<class>", ... (x100; "<dataset>/bbox/AP" with
+/// several test datasets), at the current iteration, unsmoothed. Ranks without reports (all but
+/// rank 0) record nothing.
+void put_evaluation_results(
+    EventStorage& storage,
+    const std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>>& results);
+
 class DefaultTrainer {
  public:
   DefaultTrainer(const config::CfgNode& cfg, uint64_t seed);

@@ -26,6 +26,18 @@ std::string hms(double seconds) {
   return buf;
 }
 
+std::map<int64_t, std::map<std::string, double>> unwritten_scalars(
+    const EventStorage& storage, std::map<std::string, int64_t>& written) {
+  std::map<int64_t, std::map<std::string, double>> out;
+  for (const auto& [name, value] : storage.latest_with_smoothing_hint(20)) {
+    auto it = written.find(name);
+    if (it != written.end() && value.second <= it->second) continue;
+    out[value.second][name] = value.first;
+    written[name] = value.second;
+  }
+  return out;
+}
+
 PeriodicWriter::PeriodicWriter(std::string metrics_json, int64_t period)
     : metrics_json_(std::move(metrics_json)), period_(period) {}
 
@@ -34,7 +46,13 @@ void PeriodicWriter::after_step(Trainer& t) {
 }
 
 void PeriodicWriter::after_train(Trainer& t) {
-  if (last_written_ < t.iter()) write(t);
+  if (last_written_ < t.iter()) {
+    write(t);
+    return;
+  }
+  // Values recorded after the last write at its iteration (the final evaluation): no console
+  // line, only metrics.json.
+  append_lines(unwritten_scalars(t.storage(), written_));
 }
 
 void PeriodicWriter::write(Trainer& t) {
@@ -59,18 +77,20 @@ void PeriodicWriter::write(Trainer& t) {
   spdlog::info(" eta: {}  iter: {}  {}{}{}max_mem: {:.0f}M", hms(eta), iter, losses, times, lr,
                peak_rss_mb());
 
+  append_lines(unwritten_scalars(s, written_));
+  last_written_ = std::max(last_written_, iter);
+}
+
+void PeriodicWriter::append_lines(const std::map<int64_t, std::map<std::string, double>>& values) {
   // metrics.json: one line per iteration that has new values, keys sorted.
-  std::map<int64_t, nlohmann::json> lines;
-  for (const auto& [name, value] : s.latest_with_smoothing_hint(window))
-    if (value.second > last_written_) lines[value.second][name] = value.first;
-  if (lines.empty()) return;
+  if (values.empty()) return;
   std::string text;
-  for (auto& [it, line] : lines) {
+  for (const auto& [it, scalars] : values) {
+    nlohmann::json line(scalars);
     line["iteration"] = it;
     text += line.dump() + "\n";  // nlohmann::json objects keep their keys sorted
   }
   append_whole(metrics_json_, text);  // a failed write leaves no half line
-  last_written_ = std::max(last_written_, lines.rbegin()->first);
 }
 
 }  // namespace detkit::engine

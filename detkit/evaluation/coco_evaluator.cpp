@@ -186,6 +186,7 @@ std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
     EvalParams params = default_eval_params(type);
     params.kpt_oks_sigmas = kpt_oks_sigmas_;
     CocoEvalReport report = evaluate_coco(gt, std::move(detections), type, params);
+    report.category_names = gt.category_names;
     // pycocotools' summary, then Detectron2's "Evaluation results for <task>:" tables.
     spdlog::info("COCOeval {}:\n{}", iou_type_name(type), report.summary);
     spdlog::info("{}", detectron2_tables(report, gt.category_names));

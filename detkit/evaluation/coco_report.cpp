@@ -49,6 +49,19 @@ std::string cell(double v) {
 }
 }  // namespace
 
+std::map<std::string, double> detectron2_results(const CocoEvalReport& report) {
+  std::map<std::string, double> out;
+  const std::vector<std::string> names = detectron2_metric_names(report.iou_type);
+  for (size_t i = 0; i < names.size() && i < report.stats.size(); ++i)
+    if (report.stats[i] >= 0) out[names[i]] = 100 * report.stats[i];
+  for (const auto& [id, ap] : report.per_category_ap) {
+    if (!ap) continue;
+    auto it = report.category_names.find(id);
+    out["AP-" + (it != report.category_names.end() ? it->second : std::to_string(id))] = 100 * *ap;
+  }
+  return out;
+}
+
 std::string detectron2_tables(const CocoEvalReport& report,
                               const std::map<int64_t, std::string>& category_names) {
   const std::vector<std::string> names = detectron2_metric_names(report.iou_type);

@@ -16,6 +16,7 @@ struct CocoEvalReport {
   std::vector<double> stats;  // pycocotools' order (12, or 10 for keypoints); -1 undefined
   std::map<int64_t, std::optional<double>> per_category_ap;  // nullopt: no ground truth
   std::string summary;                                       // pycocotools' summary lines
+  std::map<int64_t, std::string> category_names;  // by id, where the evaluator knows them
 };
 
 /// params: nullopt gives pycocotools' defaults for the type (default_eval_params).
@@ -34,6 +35,11 @@ std::string detectron2_tables(const CocoEvalReport& report,
 std::string report_json(const CocoEvalReport& report);
 
 const char* iou_type_name(IouType type);
+/// Detectron2's results dict of a task, as its evaluators return it and its EvalHook puts it in
+/// the event storage: "AP", "AP50", ... and "AP-<category name>" (category id where no name
+/// is known), x100; undefined values (-1: no ground truth) left out.
+std::map<std::string, double> detectron2_results(const CocoEvalReport& report);
+
 /// "bbox", "segm" or "keypoints"; anything else is an error naming the value.
 IouType parse_iou_type(const std::string& name);
 

@@ -223,7 +223,8 @@ TEST(TrainCli, ABadImageIsSkippedListedAndCountedOrStopsTraining) {
 TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
   TinySetup s;
   std::string out = s.dir.path("run");
-  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out})), 0)
+  // With the final evaluation on the two validation images.
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out, "DATASETS.TEST", "('shapes_val',)"})), 0)
       << read_file(s.dir.path("child.log"));
   for (const char* f : {"config.yaml", "log.txt", "metrics.json", "model_0000002.pth",
                         "model_0000005.pth", "model_final.pth", "last_checkpoint"})
@@ -231,14 +232,23 @@ TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
   EXPECT_EQ(read_file(out + "/last_checkpoint"), "model_final.pth");
   std::ifstream metrics(out + "/metrics.json");
   std::string line;
-  int64_t last_iteration = -1;
-  while (std::getline(metrics, line)) {
-    auto j = nlohmann::json::parse(line);
-    for (const char* key : {"iteration", "total_loss", "loss_cls", "loss_mask", "lr", "time"})
-      EXPECT_TRUE(j.contains(key)) << key << " missing in " << line;
-    last_iteration = j["iteration"];
+  std::vector<nlohmann::json> lines;
+  while (std::getline(metrics, line)) lines.push_back(nlohmann::json::parse(line));
+  // The training line of the last iteration, then the final evaluation's (Detectron2's names).
+  ASSERT_EQ(lines.size(), 2u);
+  for (const char* key : {"iteration", "total_loss", "loss_cls", "loss_mask", "lr", "time"})
+    EXPECT_TRUE(lines[0].contains(key)) << key << " missing in " << lines[0];
+  EXPECT_EQ(lines[0]["iteration"], 5);
+  for (const char* key : {"bbox/AP", "bbox/AP50", "segm/AP", "segm/AP75"})
+    EXPECT_TRUE(lines[1].contains(key)) << key << " missing in " << lines[1];
+  EXPECT_EQ(lines[1]["iteration"], 5);
+  // The TensorBoard event file holds the same scalars, read back by an independent reader.
+  if (std::string(DETKIT_ORACLE_PYTHON).empty()) {
+    std::cout << "[ skipped ] TensorBoard read-back: no Python oracle\n";
+    return;
   }
-  EXPECT_EQ(last_iteration, 5);
+  const std::string reader = std::string(DETKIT_SOURCE_DIR) + "/tests/engine/read_tensorboard.py";
+  EXPECT_EQ(std::system((std::string(DETKIT_ORACLE_PYTHON) + " " + reader + " " + out).c_str()), 0);
 }
 
 TEST(TrainCli, NonFiniteLossStopsWithTheIterationNamed) {

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""read_tensorboard.py OUTPUT_DIR: reads the TensorBoard event file that `detkit train` wrote in
+OUTPUT_DIR with an independent reader (Debian's python3-protobuf and python3-crc32c; the message
+layout written out below from TensorFlow's event.proto and summary.proto, not from detkit's
+.proto) and checks: TFRecord framing (lengths, masked CRC32C of length and data), a first event
+with file_version "brain.Event:2", then scalar events whose tags, steps and values are exactly
+metrics.json's (values as float32: Summary.Value.simple_value is a float)."""
+import glob
+import json
+import os
+import struct
+import sys
+
+try:
+    import crc32c
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+except ImportError as e:  # scripts/setup.sh installs both
+    print(f"[ skipped ] TensorBoard read-back: {e} (Debian: python3-protobuf python3-crc32c)")
+    sys.exit(0)
+
+out = sys.argv[1]
+files = glob.glob(os.path.join(out, "events.out.tfevents.*"))
+assert len(files) == 1, f"expected one event file in {out}, found {files}"
+
+# tensorflow.Event / Summary / Summary.Value, only the fields used, TensorFlow's numbers.
+F = descriptor_pb2.FieldDescriptorProto
+proto = descriptor_pb2.FileDescriptorProto(name="tf_event_subset.proto", package="tf",
+                                           syntax="proto3")
+value = proto.message_type.add(name="Value")
+value.field.add(name="tag", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+value.field.add(name="simple_value", number=2, type=F.TYPE_FLOAT, label=F.LABEL_OPTIONAL,
+                oneof_index=0)
+value.oneof_decl.add(name="value")
+summary = proto.message_type.add(name="Summary")
+summary.field.add(name="value", number=1, type=F.TYPE_MESSAGE, type_name=".tf.Value",
+                  label=F.LABEL_REPEATED)
+event = proto.message_type.add(name="Event")
+event.field.add(name="wall_time", number=1, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL)
+event.field.add(name="step", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+event.field.add(name="file_version", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL,
+                oneof_index=0)
+event.field.add(name="summary", number=5, type=F.TYPE_MESSAGE, type_name=".tf.Summary",
+                label=F.LABEL_OPTIONAL, oneof_index=0)
+event.oneof_decl.add(name="what")
+pool = descriptor_pool.DescriptorPool()
+pool.Add(proto)
+Event = message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("tf.Event"))
+
+
+def masked(data):
+    crc = crc32c.crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+data = open(files[0], "rb").read()
+events, pos = [], 0
+while pos < len(data):
+    header = data[pos:pos + 8]
+    (length,) = struct.unpack("<Q", header)
+    (length_crc,) = struct.unpack("<I", data[pos + 8:pos + 12])
+    assert length_crc == masked(header), f"record at byte {pos}: length CRC mismatch"
+    body = data[pos + 12:pos + 12 + length]
+    (body_crc,) = struct.unpack("<I", data[pos + 12 + length:pos + 16 + length])
+    assert len(body) == length and body_crc == masked(body), f"record at byte {pos}: data CRC"
+    e = Event()
+    e.ParseFromString(body)
+    events.append(e)
+    pos += 16 + length
+assert events and events[0].file_version == "brain.Event:2", "first event is not the version"
+
+scalars = {}
+for e in events[1:]:
+    assert e.WhichOneof("what") == "summary", f"event at step {e.step} holds no summary"
+    for v in e.summary.value:
+        scalars[(v.tag, e.step)] = v.simple_value
+expected = {}
+for line in open(os.path.join(out, "metrics.json")):
+    record = json.loads(line)
+    it = record.pop("iteration")
+    for tag, v in record.items():
+        expected[(tag, it)] = struct.unpack("<f", struct.pack("<f", v))[0]
+assert scalars == expected, (f"TensorBoard and metrics.json differ: only in TensorBoard "
+                             f"{sorted(set(scalars) - set(expected))[:5]}, only in metrics.json "
+                             f"{sorted(set(expected) - set(scalars))[:5]}, values "
+                             f"{[(k, scalars[k], expected[k]) for k in scalars if k in expected and scalars[k] != expected[k]][:5]}")
+tags = sorted({tag for tag, _ in scalars})
+print(f"TensorBoard: {len(events)} records framed and CRC-checked, file_version brain.Event:2, "
+      f"{len(scalars)} scalars = metrics.json's ({len(tags)} tags: {', '.join(tags[:6])}, ...)")
