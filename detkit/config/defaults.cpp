@@ -241,6 +241,7 @@ void define_solver_and_test(CfgNode& c) {
 
   c.define("TEST.EXPECTED_RESULTS", empty_list());
   c.define("TEST.EVAL_PERIOD", 0);
+  c.define("TEST.VAL_LOSS_PERIOD", 0);  // detkit's own: training losses on DATASETS.TEST, 0 = off
   c.define("TEST.KEYPOINT_OKS_SIGMAS", empty_list());
   c.define("TEST.DETECTIONS_PER_IMAGE", 100);
   c.define("TEST.AUG.ENABLED", false);
@@ -280,7 +281,7 @@ CfgNode get_cfg() {
 const std::vector<std::string>& detkit_only_keys() {
   static const std::vector<std::string> keys = {
       "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE", "SOLVER.AMP.LOSS_SCALE",
-      "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION"};
+      "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION", "TEST.VAL_LOSS_PERIOD"};
   return keys;
 }
 

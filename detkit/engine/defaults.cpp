@@ -13,6 +13,7 @@
 #include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/tensorboard_writer.h"
+#include "detkit/engine/validation_loss.h"
 #include "detkit/engine/writers.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/auto_scale.h"
@@ -179,6 +180,8 @@ void DefaultTrainer::train() {
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
+  if (const int64_t period = cfg_.get_int("TEST.VAL_LOSS_PERIOD"); period > 0)
+    trainer_->register_hook(std::make_shared<ValidationLossHook>(cfg_, period));
   if (!cfg_.get_string_list("DATASETS.TEST").empty())
     trainer_->register_hook(
         std::make_shared<EvalHook>(cfg_.get_int("TEST.EVAL_PERIOD"),

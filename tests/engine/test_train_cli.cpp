@@ -335,3 +335,41 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
 }
 
 }  // namespace detkit::engine
+
+namespace detkit::engine {
+
+TEST(TrainCli, ValidationLossIsRecordedAndChangesNothingOfTraining) {
+  TinySetup s;
+  const std::string plain = s.dir.path("plain"), validated = s.dir.path("validated");
+  const std::vector<std::string> test_set = {"DATASETS.TEST", "('shapes_val',)"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), test_set.begin(), test_set.end());
+    return args;
+  };
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", plain}))), 0)
+      << read_file(s.dir.path("child.log"));
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", validated, "TEST.VAL_LOSS_PERIOD", "3"}))),
+            0)
+      << read_file(s.dir.path("child.log"));
+  // No gradient, buffers put back, the generator restored: the same weights as without it.
+  expect_same_models(plain + "/model_final.pth", validated + "/model_final.pth");
+  std::ifstream metrics(validated + "/metrics.json");
+  bool found = false;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (!j.contains("validation/total_loss")) continue;
+    found = true;
+    EXPECT_EQ(j["iteration"], 5);
+    double sum = 0;
+    for (const char* key : {"validation/loss_cls", "validation/loss_box_reg", "validation/loss_mask",
+                            "validation/loss_rpn_cls", "validation/loss_rpn_loc"}) {
+      ASSERT_TRUE(j.contains(key)) << key << " missing in " << line;
+      sum += j[key].get<double>();
+    }
+    EXPECT_NEAR(j["validation/total_loss"].get<double>(), sum, 1e-6 * sum);
+    std::cout << "[ validation ] " << line << "\n";
+  }
+  EXPECT_TRUE(found) << read_file(validated + "/metrics.json");
+}
+
+}  // namespace detkit::engine
