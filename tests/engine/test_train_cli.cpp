@@ -58,6 +58,12 @@ pid_t start_train(const TinySetup& s, const std::vector<std::string>& extra,
   return pid;
 }
 
+// `args` followed by `extra`.
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 int wait_exit(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
@@ -282,11 +288,7 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   TinySetup s;
   const std::string straight = s.dir.path("amp"), resumed = s.dir.path("amp_resumed");
   const std::vector<std::string> amp = {"SOLVER.AMP.ENABLED", "True"};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), amp.begin(), amp.end());
-    return args;
-  };
-  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}))), 0)
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}, amp))), 0)
       << read_file(s.dir.path("child.log"));
   // The scaler in PyTorch's GradScaler.state_dict() layout: 3 clean steps after iteration 2.
   const auto scaler = [](const std::string& file) {
@@ -306,7 +308,7 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   fs::create_directories(resumed);
   fs::copy_file(straight + "/model_0000002.pth", resumed + "/model_0000002.pth");
   atomic_write(resumed + "/last_checkpoint", "model_0000002.pth");
-  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}))), 0)
+  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}, amp))), 0)
       << read_file(s.dir.path("child.log"));
   expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
   EXPECT_EQ(scaler(resumed + "/model_final.pth").at(std::string("_growth_tracker")).toInt(), 6);
@@ -326,29 +328,22 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   fs::create_directories(again);
   fs::copy_file(fp32 + "/model_0000005.pth", again + "/model_0000005.pth");
   atomic_write(again + "/last_checkpoint", "model_0000005.pth");
-  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", again, "SOLVER.MAX_ITER",
-                                           "8"}))),
-            0)
+  ASSERT_EQ(
+      wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", again, "SOLVER.MAX_ITER", "8"}, amp))),
+      0)
       << read_file(s.dir.path("child.log"));
   EXPECT_EQ(scaler(again + "/model_final.pth").at(std::string("_growth_tracker")).toInt(), 2);
   EXPECT_NE(read_file(s.dir.path("child.log")).find("has no grad_scaler"), std::string::npos);
 }
 
-}  // namespace detkit::engine
-
-namespace detkit::engine {
-
 TEST(TrainCli, ValidationLossIsRecordedAndChangesNothingOfTraining) {
   TinySetup s;
   const std::string plain = s.dir.path("plain"), validated = s.dir.path("validated");
   const std::vector<std::string> test_set = {"DATASETS.TEST", "('shapes_val',)"};
-  auto with = [&](std::vector<std::string> args) {
-    args.insert(args.end(), test_set.begin(), test_set.end());
-    return args;
-  };
-  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", plain}))), 0)
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", plain}, test_set))), 0)
       << read_file(s.dir.path("child.log"));
-  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", validated, "TEST.VAL_LOSS_PERIOD", "3"}))),
+  ASSERT_EQ(wait_exit(start_train(
+                s, with({"OUTPUT_DIR", validated, "TEST.VAL_LOSS_PERIOD", "3"}, test_set))),
             0)
       << read_file(s.dir.path("child.log"));
   // No gradient, buffers put back, the generator restored: the same weights as without it.

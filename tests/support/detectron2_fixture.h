@@ -4,11 +4,15 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/config/defaults.h"
 #include "detkit/structures/image_list.h"
+#include "detkit/structures/model_io.h"
 
 namespace detkit::testing {
 
@@ -35,6 +39,18 @@ struct Detectron2Fixture {
     for (const auto& [k, v] : weights())
       if (k.rfind(prefix, 0) == 0) out[k] = v;
     return out;
+  }
+  /// The two test images as the test mapper gave them to Detectron2, with their original sizes
+  /// (outputs.json): the model's inference inputs.
+  std::vector<structures::ModelInput> inference_batch() {
+    const nlohmann::json meta = nlohmann::json::parse(std::ifstream(dir + "outputs.json"));
+    std::vector<structures::ModelInput> batch(2);
+    for (int i = 0; i < 2; ++i) {
+      batch[i].image = outputs().at("input_tensor_" + std::to_string(i));
+      batch[i].height = meta["images"][i]["height"];
+      batch[i].width = meta["images"][i]["width"];
+    }
+    return batch;
   }
   /// The two test images, normalised with the config's pixel mean and std, padded to `div`.
   structures::ImageList normalized_inputs(const config::CfgNode& cfg, int64_t div,

@@ -3,9 +3,6 @@
 // within tolerances measured here (bfloat16 keeps 8 bits of mantissa: ~0.4 % per operation).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/utils/autocast.h"
 #include "tests/support/detectron2_fixture.h"
@@ -19,13 +16,7 @@ TEST(AutocastInference, MaskRCNNInBfloat16MatchesFp32WithinMeasuredTolerances) {
   auto model = build_model(fx.config());
   model->eval();
   checkpoint::load_state_dict(*model, fx.weights());
-  nlohmann::json meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
-  std::vector<ModelInput> batch(2);
-  for (int i = 0; i < 2; ++i) {
-    batch[i].image = fx.outputs().at("input_tensor_" + std::to_string(i));
-    batch[i].height = meta["images"][i]["height"];
-    batch[i].width = meta["images"][i]["width"];
-  }
+  const std::vector<ModelInput> batch = fx.inference_batch();
   at::InferenceMode inference_mode;
   const auto fp32 = model->inference(batch);
   std::vector<structures::Instances> bf16;

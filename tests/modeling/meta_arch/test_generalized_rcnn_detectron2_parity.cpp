@@ -23,12 +23,7 @@ TEST(GeneralizedRCNNParity, InferenceMatchesDetectron2) {
   EXPECT_TRUE(report.complete()) << report.summary();
   nlohmann::json meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
 
-  std::vector<ModelInput> batch(2);
-  for (int i = 0; i < 2; ++i) {
-    batch[i].image = fx.outputs().at("input_tensor_" + std::to_string(i));
-    batch[i].height = meta["images"][i]["height"];
-    batch[i].width = meta["images"][i]["width"];
-  }
+  const std::vector<ModelInput> batch = fx.inference_batch();
   at::NoGradGuard no_grad;
   auto results = model->inference(batch);
   ASSERT_EQ(results.size(), 2u);
