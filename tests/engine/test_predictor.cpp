@@ -39,6 +39,29 @@ TEST(DefaultPredictor, GivesDetectron2DetectionsInOriginalPixels) {
   EXPECT_TRUE(found.has("pred_masks"));
 }
 
+TEST(DefaultPredictor, RunsUnderAutocastWithSolverAmpAndReturnsFp32) {
+  testing::Detectron2Fixture fx;
+  if (!fx.present()) GTEST_SKIP() << "fixture absent: " << fx.dir;
+  config::CfgNode cfg = fx.config();
+  cfg.merge_from_list({"MODEL.WEIGHTS", fx.dir + "weights.pth"});
+  const std::string image = std::string(DETKIT_SHARED_DIR) + "/data/coco_tiny/val2017/000000532481.jpg";
+  const structures::Instances fp32 = DefaultPredictor(cfg)(image);
+  cfg.merge_from_list({"SOLVER.AMP.ENABLED", "True"});
+  const structures::Instances bf16 = DefaultPredictor(cfg)(image);
+  EXPECT_EQ(bf16.boxes("pred_boxes").tensor().scalar_type(), at::kFloat);
+  EXPECT_EQ(bf16.tensor("scores").scalar_type(), at::kFloat);
+  // The same model in bfloat16: a different result (autocast ran), close to fp32's (a random-
+  // weights fixture: matched as sets within the tolerances of AutocastInference).
+  EXPECT_FALSE(bf16.tensor("scores").equal(fp32.tensor("scores")));
+  const auto m = testing::match_sets(
+      {bf16.boxes("pred_boxes").tensor(), bf16.tensor("scores"), bf16.tensor("pred_classes")},
+      {fp32.boxes("pred_boxes").tensor(), fp32.tensor("scores"), fp32.tensor("pred_classes")},
+      /*box_tol=*/8.0, /*score_tol=*/0.02);
+  std::cout << "[ predictor bf16 vs fp32 ] " << m.summary() << "\n";
+  EXPECT_GE(static_cast<double>(m.partner.size() - m.unmatched_reference.size()),
+            0.7 * static_cast<double>(m.partner.size()));
+}
+
 TEST(DefaultPredictor, RefusesBadImagesAndMissingWeights) {
   testing::Detectron2Fixture fx;
   if (!fx.present()) GTEST_SKIP() << "fixture absent: " << fx.dir;
