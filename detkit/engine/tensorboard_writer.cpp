@@ -82,10 +82,6 @@ TensorboardEventFile::TensorboardEventFile(const std::string& dir) {
   append(framed(version.SerializeAsString()));
 }
 
-void TensorboardEventFile::add_scalar(const std::string& tag, double value, int64_t step) {
-  append(scalar_event(tag, value, step));
-}
-
 void TensorboardEventFile::append(const std::string& records) { append_whole(path_, records); }
 
 TensorboardWriter::TensorboardWriter(const std::string& output_dir, int64_t period)

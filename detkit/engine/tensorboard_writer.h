@@ -19,11 +19,9 @@ class TensorboardEventFile {
  public:
   /// Creates `dir`/events.out.tfevents.<seconds>.<host>.<pid> and writes the file_version event.
   explicit TensorboardEventFile(const std::string& dir);
-  /// Appends one scalar event; a failed write is a detkit::Error naming the file and the errno
-  /// (no partial record is left).
-  void add_scalar(const std::string& tag, double value, int64_t step);
   const std::string& path() const { return path_; }
-  /// Appends framed records as a whole (what add_scalar and TensorboardWriter write).
+  /// Appends framed records as a whole; a failed write is a detkit::Error naming the file and
+  /// the errno (no partial record is left).
   void append(const std::string& records);
 
  private:

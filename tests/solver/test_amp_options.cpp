@@ -4,6 +4,7 @@
 #include "detkit/config/defaults.h"
 #include "detkit/solver/amp.h"
 #include "detkit/utils/error.h"
+#include "tests/support/error_of.h"
 
 namespace detkit::solver {
 namespace {
@@ -16,13 +17,9 @@ AmpOptions read(const std::vector<std::string>& overrides) {
 }
 
 std::string error_of(const std::vector<std::string>& overrides) {
-  try {
-    read(overrides);
-  } catch (const Error& e) {
-    std::cout << "[ refused ] " << e.what() << "\n";
-    return e.what();
-  }
-  return "(no error)";
+  const std::string message = testing::error_of([&] { read(overrides); });
+  std::cout << "[ refused ] " << message << "\n";
+  return message;
 }
 
 TEST(AmpOptions, DefaultsAreOffBfloat16AndADynamicScale) {

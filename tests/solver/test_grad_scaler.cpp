@@ -11,6 +11,7 @@
 #include "detkit/solver/grad_scaler.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
+#include "tests/support/error_of.h"
 
 namespace detkit::solver {
 namespace {
@@ -21,14 +22,7 @@ at::Tensor with_grad(const at::Tensor& grad) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(GradScaler, DefaultsArePyTorchs) {
   GradScaler scaler;
@@ -140,20 +134,16 @@ TEST(GradScaler, StateRoundTripsInPyTorchsLayout) {
 }
 
 TEST(GradScaler, BadSettingsAndStatesAreNamed) {
-  EXPECT_NE(error_of([] { GradScaler(GradScalerOptions{}.init_scale(0)); }).find("scale must be"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { GradScaler(GradScalerOptions{}.init_scale(1e300)); })
-                .find("does not fit a float"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { GradScaler(GradScalerOptions{}.growth_factor(1)); })
-                .find("growth_factor must be above 1"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { GradScaler(GradScalerOptions{}.backoff_factor(1)); })
-                .find("backoff_factor must be in (0, 1)"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { GradScaler(GradScalerOptions{}.growth_interval(0)); })
-                .find("growth_interval must be at least 1"),
-            std::string::npos);
+  const std::vector<std::pair<GradScalerOptions, std::string>> bad_settings = {
+      {GradScalerOptions{}.init_scale(0), "scale must be a positive finite number, got 0"},
+      {GradScalerOptions{}.init_scale(1e300), "scale 1e+300 does not fit a float"},
+      {GradScalerOptions{}.growth_factor(1), "growth_factor must be above 1, got 1"},
+      {GradScalerOptions{}.backoff_factor(1), "backoff_factor must be in (0, 1), got 1"},
+      {GradScalerOptions{}.growth_interval(0), "growth_interval must be at least 1, got 0"}};
+  for (const auto& [options, message] : bad_settings) {
+    const std::string got = error_of([&] { GradScaler{options}; });
+    EXPECT_NE(got.find("loss scaler: " + message), std::string::npos) << got;
+  }
   GradScaler scaler;
   const std::string bad = error_of([&] { scaler.load_state_dict({-1, 2, 0.5, 2000, 0}); });
   EXPECT_NE(bad.find("checkpoint entry 'grad_scaler': scale must be"), std::string::npos) << bad;

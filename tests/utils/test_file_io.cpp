@@ -10,6 +10,7 @@
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "detkit/utils/stop_signal.h"
+#include "tests/support/error_of.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit {
@@ -57,14 +58,7 @@ class FileSizeLimit {
   rlimit old_{};
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 }  // namespace
 
 TEST(FileIO, AtomicWriteOnAFullDiskNamesTheFileAndKeepsTheOldOne) {

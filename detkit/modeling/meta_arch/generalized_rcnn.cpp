@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "detkit/layers/precision.h"
 #include "detkit/modeling/meta_arch/preprocess.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/utils/error.h"
@@ -64,12 +65,6 @@ std::vector<Instances> GeneralizedRCNN::inference(const std::vector<ModelInput>&
   return out;
 }
 
-namespace {
-bool is_reduced_float(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
-}
-}  // namespace
-
 Instances detector_postprocess(const Instances& results, int64_t height, int64_t width,
                                double mask_threshold) {
   const double scale_x = static_cast<double>(width) / results.image_width();
@@ -79,12 +74,10 @@ Instances detector_postprocess(const Instances& results, int64_t height, int64_t
     // Under autocast some fields come out in reduced precision (scores of a bfloat16 box head):
     // what leaves the model is fp32.
     const auto& field = results.get(name);
-    const at::Tensor* t = std::get_if<at::Tensor>(&field);
-    const Boxes* b = std::get_if<Boxes>(&field);
-    if (t && is_reduced_float(*t))
-      scaled.set(name, t->to(at::kFloat));
-    else if (b && is_reduced_float(b->tensor()))
-      scaled.set(name, Boxes(b->tensor().to(at::kFloat)));
+    if (const at::Tensor* t = std::get_if<at::Tensor>(&field))
+      scaled.set(name, layers::fp32_if_reduced(*t));
+    else if (const Boxes* b = std::get_if<Boxes>(&field))
+      scaled.set(name, Boxes(layers::fp32_if_reduced(b->tensor())));
     else
       scaled.set(name, field);
   }
