@@ -129,6 +129,11 @@ struct ArgTuple {
 // destroyed; they are refused.
 constexpr size_t kMaxNesting = 1000;
 
+// Most entries the unpickler keeps in its stack, its marks, its memo and its list of containers.
+// Each costs tens of bytes for one or two bytes of pickle, so without a bound a file could ask for
+// tens of times its size; torch's and Detectron2's files stay below a few thousand of each.
+constexpr size_t kMaxEntries = 1000000;
+
 bool is_container(const c10::IValue& v) { return v.isList() || v.isGenericDict() || v.isTuple(); }
 
 // Calls f on every value directly inside container `v`.
@@ -328,9 +333,17 @@ class Unpickler {
   void push(Item item) {
     // Every container the pickle builds passes here first: remembered for the teardown.
     if (auto* v = std::get_if<c10::IValue>(&item))
-      if (is_container(*v) && tracked_.insert(v->internalToPointer()).second)
+      if (is_container(*v) && tracked_.insert(v->internalToPointer()).second) {
+        check_bound(containers_.size(), "containers");
         containers_.push_back(*v);
+      }
+    check_bound(stack_.size(), "values on the stack");
     stack_.push_back(std::move(item));
+  }
+  void check_bound(size_t size, const char* what) const {
+    if (size >= kMaxEntries)
+      fail(std::string("more than ") + std::to_string(kMaxEntries) + " " + what +
+           "; refused (no checkpoint needs as many)");
   }
   Item pop() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail("pickle stack underflow");
@@ -376,6 +389,7 @@ class Unpickler {
   }
   void memo_put(uint64_t index) {
     if (stack_.empty()) fail("pickle stack underflow");
+    if (!memo_.count(index)) check_bound(memo_.size(), "memo entries");
     memo_[index] = stack_.back();
   }
   void memo_get(uint64_t index) {
@@ -415,6 +429,7 @@ void Unpickler::step(uint8_t op, size_t at) {
       little_endian(8);
       break;
     case kMark:
+      check_bound(marks_.size(), "open marks");
       marks_.push_back(stack_.size());
       break;
     case kPop:

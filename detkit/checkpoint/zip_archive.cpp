@@ -83,6 +83,15 @@ void ZipArchive::parse_central_directory() {
     count = at.get(zip64_end + 32, 8);
     directory = at.get(zip64_end + 48, 8);
   }
+  // The directory must lie before the end record, and hold the entries it declares: each takes
+  // at least 46 bytes, so a count the file has no room for is refused before anything is read.
+  if (directory > end)
+    fail("corrupt zip archive (central directory at byte " + std::to_string(directory) +
+         ", past the end record at byte " + std::to_string(end) + ")");
+  const uint64_t room = (end - directory) / kCentralSize;
+  if (count > room)
+    fail("corrupt zip archive (it declares " + std::to_string(count) +
+         " entries; its central directory has room for at most " + std::to_string(room) + ")");
   uint64_t pos = directory;
   for (uint64_t i = 0; i < count; ++i) {
     if (!at.fits(pos, kCentralSize) || at.get(pos, 4) != kCentralHeader)
@@ -116,6 +125,8 @@ void ZipArchive::parse_central_directory() {
       fail("entry '" + name + "' is compressed (method " + std::to_string(method) +
            "); torch.save writes stored entries only — was the file re-zipped?");
     if (compressed != size) fail("corrupt zip archive (sizes of '" + name + "' disagree)");
+    if (entries_.count(name))  // which of the two would a reader take?
+      fail("corrupt zip archive (entry '" + name + "' appears twice)");
     entries_[name] = locate_data(name, local, size, crc);
     names_.push_back(std::move(name));
     pos += kCentralSize + name_len + extra_len + comment_len;
@@ -128,7 +139,10 @@ ZipArchive::Entry ZipArchive::locate_data(const std::string& name, uint64_t loca
   if (!at.fits(local, kLocalSize) || at.get(local, 4) != kLocalHeader)
     fail("truncated or corrupt zip archive (local header of '" + name + "')");
   uint64_t data = local + kLocalSize + at.get(local + 26, 2) + at.get(local + 28, 2);
-  if (!at.fits(data, size)) fail("truncated zip archive (data of '" + name + "' cut off)");
+  if (!at.fits(data, size))
+    fail("truncated zip archive (entry '" + name + "' declares " + std::to_string(size) +
+         " bytes from byte " + std::to_string(data) + ", past the end of the " +
+         std::to_string(bytes_.size()) + "-byte file)");
   return {data, size, crc};
 }
 

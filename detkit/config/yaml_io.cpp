@@ -1,4 +1,5 @@
 // Loading Detectron2 YAML files (with _BASE_ chains) into a CfgNode, and dumping one back.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -81,6 +82,13 @@ void dump_list(const CfgValue& list, int indent, const std::string& first_prefix
   }
 }
 
+// Most values one config key may hold, items of nested lists counted. Detectron2's longest lists
+// hold a few dozen; YAML aliases can make a short file expand to billions ("billion laughs").
+constexpr size_t kMaxValuesPerKey = 10000;
+// Longest _BASE_ chain: Detectron2's own configs use one to three files.
+constexpr size_t kMaxBaseDepth = 32;
+// Nesting past yaml-cpp's depth guard (500 levels in 0.7) is its DeepRecursion error, named below.
+
 }  // namespace
 
 struct YamlIO {
@@ -90,7 +98,11 @@ struct YamlIO {
   // As yacs does, a string at the top of a value is read again as a Python literal, so
   // `MIN_SIZE_TRAIN: (640, 672)` is a tuple; strings inside lists stay strings.
   CfgValue to_value(const YAML::Node& node, const std::string& key, const std::string& file,
-                    bool top_level = true) {
+                    size_t& values_left, bool top_level = true) {
+    if (values_left-- == 0)
+      throw Error("config key '" + key + "' in " + file + " holds more than " +
+                  std::to_string(kMaxValuesPerKey) +
+                  " values (YAML aliases count once per use); refused");
     switch (node.Type()) {
       case YAML::NodeType::Null:
         return CfgValue();
@@ -101,7 +113,8 @@ struct YamlIO {
       }
       case YAML::NodeType::Sequence: {
         std::vector<CfgValue> items;
-        for (const auto& item : node) items.push_back(to_value(item, key, file, false));
+        for (const auto& item : node)
+          items.push_back(to_value(item, key, file, values_left, false));
         return CfgValue::list(std::move(items));
       }
       default:
@@ -132,7 +145,8 @@ struct YamlIO {
       }
       const CfgNode::Leaf* leaf = root.find_leaf(key);
       if (!leaf) root.unknown_key(key, file);
-      CfgValue v = to_value(value, key, file);
+      size_t values_left = kMaxValuesPerKey;
+      CfgValue v = to_value(value, key, file, values_left);
       // A plain scalar under a string key is that string (NAME: 123 means "123").
       if (leaf->type == CfgValue::Kind::String && value.IsScalar() && !v.is_null() &&
           v.kind() != CfgValue::Kind::String)
@@ -152,9 +166,17 @@ struct YamlIO {
       chain.push_back(canonical);
       throw Error("_BASE_ cycle: " + join(chain, " -> "));
     }
+    if (stack.size() == kMaxBaseDepth)
+      throw Error("_BASE_ chain longer than " + std::to_string(kMaxBaseDepth) + " files: " +
+                  stack.front() + " -> ... -> " + stack.back() + " -> " + canonical);
     YAML::Node doc;
     try {
       doc = YAML::LoadFile(canonical);
+    } catch (const YAML::DeepRecursion& e) {  // its own message says "bad file"
+      throw Error("config file " + path + ": YAML error at line " +
+                  std::to_string(e.mark.line + 1) + ", column " +
+                  std::to_string(e.mark.column + 1) + ": lists or mappings nested " +
+                  std::to_string(e.depth()) + " or more levels deep; refused");
     } catch (const YAML::Exception& e) {
       throw Error("config file " + path + ": YAML error at line " +
                   std::to_string(e.mark.line + 1) + ", column " +

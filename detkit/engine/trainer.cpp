@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "detkit/distributed/comm.h"
+#include "detkit/engine/anomaly_pass.h"
 #include "detkit/solver/param_groups.h"
 #include "detkit/utils/error.h"
 
@@ -77,9 +78,10 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
     try {
       run_step();
     } catch (const c10::Error& e) {  // a TORCH_CHECK: its message without libtorch's backtrace
-      throw stopped_at(iter_, e.what_without_backtrace() + step_context());
+      throw stopped_at(iter_, e.what_without_backtrace() + step_context() +
+                                  divergence_report(e.what_without_backtrace()));
     } catch (const std::exception& e) {
-      throw stopped_at(iter_, e.what() + step_context());
+      throw stopped_at(iter_, e.what() + step_context() + divergence_report(e.what()));
     }
     for (auto& h : hooks_) h->after_step(*this);
     if (stop_requested_) break;
@@ -97,12 +99,23 @@ std::string Trainer::step_context() const {
          (files.empty() ? "" : "; this rank's images: " + files);
 }
 
+std::string Trainer::divergence_report(const std::string& error) {
+  // Detectron2's divergence checks and detkit's loss check all say "NaN"; other errors are not
+  // about values, and a batch that could not be read has nothing to run again.
+  if (batch_.empty() || error.find("NaN") == std::string::npos) return "";
+  spdlog::info("iteration {}: running the anomaly pass on the failing batch", iter_);
+  const std::string report = "; " + anomaly_report(*model_, [this] { forward(batch_); });
+  batch_.clear();
+  return report;
+}
+
 void Trainer::run_step() {
-  const auto batch = fetch_batch();
-  const at::Tensor total = sum_losses(forward(batch));
+  batch_ = fetch_batch();
+  const at::Tensor total = sum_losses(forward(batch_));
   backward(total);
   synchronize_gradients();
   optimizer_step();
+  batch_.clear();
 }
 
 std::vector<structures::ModelInput> Trainer::fetch_batch() {

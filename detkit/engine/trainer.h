@@ -10,7 +10,8 @@
 // Hooks run before/after training and before/after each step (timer, LR schedule, checkpoints,
 // evaluation, writers). Any exception raised inside a step, a TORCH_CHECK of an op included,
 // reaches the caller as a detkit::Error that names the iteration, the learning rate and this
-// rank's images of the batch. Randomness inside a step
+// rank's images of the batch; when it is about non-finite values (a loss, Detectron2's checks of
+// predicted boxes) the anomaly pass adds where the first non-finite value appeared. Randomness inside a step
 // (anchor/proposal sampling) is seeded from (seed, iteration, rank) so a resumed run repeats the
 // uninterrupted one exactly.
 #include <ATen/core/ivalue.h>
@@ -110,8 +111,12 @@ class Trainer {
   bool stop_requested_ = false;
   double data_time_ = 0;                  // this rank's wait for the current batch
   std::vector<std::string> batch_files_;  // the current batch's images, for step_context()
+  std::vector<structures::ModelInput> batch_;  // the batch of the step running, for the report
   /// "; lr 0.02; this rank's images: a.jpg, b.jpg": what an error inside a step adds.
   std::string step_context() const;
+  /// What an error about non-finite values adds: "; anomaly pass: ..." (anomaly_pass.h), from
+  /// the step's forward run again on its batch; nothing for other errors.
+  std::string divergence_report(const std::string& error);
   // Several ranks: averages the gradients, overlapping backward (made by train()).
   std::unique_ptr<distributed::GradientReducer> reducer_;
 };

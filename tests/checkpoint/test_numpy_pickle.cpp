@@ -157,5 +157,26 @@ TEST(NumpyPickle, DeepOrSelfHoldingContainersAreRefused) {
       << refusal(tuples + ".");
 }
 
+// Resource bounds: one or two bytes of pickle per stack value, mark, memo entry or container, a
+// million of any of them is refused by name (each would cost tens of bytes of memory).
+TEST(NumpyPickle, MillionsOfStackValuesMarksMemoEntriesOrContainersAreRefused) {
+  const std::string head("\x80\x04", 2);
+  const size_t n = 1000001;
+  const std::string stack = refusal(head + std::string(n, 'N') + ".");
+  std::cout << "[ stack ] " << stack << "\n";
+  EXPECT_NE(stack.find("more than 1000000 values on the stack; refused"), std::string::npos) << stack;
+  EXPECT_NE(refusal(head + std::string(n, '(') + ".").find("more than 1000000 open marks"),
+            std::string::npos);
+  EXPECT_NE(refusal(head + "N" + std::string(n, '\x94') + ".").find("more than 1000000 memo entries"),
+            std::string::npos);
+  std::string lists = head;
+  for (size_t i = 0; i < n; ++i) lists += "]0";
+  EXPECT_NE(refusal(lists + "N.").find("more than 1000000 containers"), std::string::npos);
+  // The same index stored again does not count twice.
+  std::string same = head + "N";
+  for (size_t i = 0; i < n; ++i) same += std::string("q\x00", 2);
+  EXPECT_EQ(refusal(same + "."), "(accepted)");
+}
+
 }  // namespace
 }  // namespace detkit::checkpoint

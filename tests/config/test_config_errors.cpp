@@ -1,6 +1,8 @@
 // Every bad config is an error that names the key (with a close match) and the file.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "detkit/config/defaults.h"
 #include "detkit/utils/error.h"
 #include "tests/support/temp_dir.h"
@@ -96,6 +98,57 @@ TEST(ConfigErrors, BaseCycleIsNamed) {
                {"_BASE_ cycle", "a.yaml -> ", "b.yaml"});
   tmp.write("self.yaml", "_BASE_: self.yaml\n");
   expect_error([&] { cfg.merge_from_file(tmp.path("self.yaml")); }, {"_BASE_ cycle"});
+}
+
+// Resource bounds: a short file whose aliases expand to 10^9 values ("billion laughs"), nesting
+// past yaml-cpp's depth guard, and a _BASE_ chain of 40 files are each refused with a named error.
+TEST(ConfigErrors, AliasesExpandingPastTheValueLimitAreRefused) {
+  testing::TempDir tmp("cfg_laughs");
+  std::string list = "&l0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";
+  for (int level = 1; level <= 9; ++level) {
+    const std::string prev = "*l" + std::to_string(level - 1);
+    list = "&l" + std::to_string(level) + " [" + list;
+    for (int copy = 1; copy < 10; ++copy) list += ", " + prev;
+    list += "]";
+  }
+  const std::string file = tmp.write("laughs.yaml", "MODEL:\n  PIXEL_STD: " + list + "\n");
+  CfgNode cfg = get_cfg();
+  expect_error([&] { cfg.merge_from_file(file); },
+               {"config key 'MODEL.PIXEL_STD' in " + file +
+                " holds more than 10000 values (YAML aliases count once per use); refused"});
+  EXPECT_EQ(cfg, get_cfg());
+}
+
+TEST(ConfigErrors, NestingPastTheParsersDepthGuardIsAYamlErrorOfTheFile) {
+  testing::TempDir tmp("cfg_deep");
+  const std::string file = tmp.write(
+      "deep.yaml", "MODEL:\n  PIXEL_STD: " + std::string(100000, '[') + std::string(100000, ']'));
+  CfgNode cfg = get_cfg();
+  try {
+    cfg.merge_from_file(file);
+    ADD_FAILURE() << "expected a detkit::Error";
+  } catch (const Error& e) {
+    std::cout << "[ message ] " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()).rfind("config file " + file + ": YAML error at line 2", 0), 0u)
+        << e.what();
+    const std::string message = e.what();
+    EXPECT_NE(message.find(": lists or mappings nested "), std::string::npos) << message;
+    EXPECT_NE(message.find(" or more levels deep; refused"), std::string::npos) << message;
+  }
+}
+
+TEST(ConfigErrors, BaseChainsLongerThan32FilesAreRefused) {
+  testing::TempDir tmp("cfg_long_chain");
+  for (int i = 0; i < 40; ++i)
+    tmp.write("f" + std::to_string(i) + ".yaml",
+              i + 1 < 40 ? "_BASE_: f" + std::to_string(i + 1) + ".yaml\n" : "SEED: 1\n");
+  CfgNode cfg = get_cfg();
+  expect_error([&] { cfg.merge_from_file(tmp.path("f0.yaml")); },
+               {"_BASE_ chain longer than 32 files: ", "f0.yaml -> ... -> ", "f31.yaml -> ",
+                "f32.yaml"});
+  // 32 files are fine.
+  EXPECT_NO_THROW(cfg.merge_from_file(tmp.path("f8.yaml")));
+  EXPECT_EQ(cfg.get_int("SEED"), 1);
 }
 
 // Found by fuzz/yaml_config_fuzzer: YAML's complex keys ("? [a, b]") used to escape as

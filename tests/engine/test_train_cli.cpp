@@ -274,6 +274,13 @@ TEST(TrainCli, NonFiniteLossStopsWithTheIterationNamed) {
   EXPECT_NE(message.find("; this rank's images: " + s.dir.path("datasets/shapes/train/")),
             std::string::npos)
       << message;
+  // The anomaly pass ran the batch again and named where the first non-finite value appeared:
+  // an op with its module, or parameters that already were.
+  EXPECT_NE(message.find("; anomaly pass: "), std::string::npos) << message;
+  EXPECT_TRUE(message.find("run again: aten::") != std::string::npos ||
+              message.find("already non-finite: ") != std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" module "), std::string::npos) << message;
   // Every checkpoint written before the stop loads.
   ASSERT_TRUE(fs::exists(out));
   for (const auto& entry : fs::directory_iterator(out))
