@@ -6,7 +6,8 @@ set(DETKIT_FUZZ_HARNESSES coco_json results_json yaml_config rle polygon zip ima
 set(DETKIT_FUZZ_TORCH_HARNESSES weights)
 
 set(_utils detkit/utils/error.cpp detkit/utils/strings.cpp detkit/utils/file_io.cpp
-           detkit/utils/stop_signal.cpp)
+           detkit/utils/stop_signal.cpp detkit/utils/progress.cpp detkit/utils/logging.cpp
+           detkit/utils/status_line_sink.cpp)
 set(DETKIT_FUZZ_SOURCES_coco_json ${_utils} detkit/structures/mask_ops.cpp
     detkit/data/coco/block_reader.cpp detkit/data/coco/coco.cpp
     detkit/data/coco/coco_annotation_parser.cpp detkit/data/coco/coco_builder.cpp

@@ -12,6 +12,7 @@
 #include "detkit/data/coco/coco.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/progress.h"
 #include "tools/commands.h"
 
 namespace detkit::tools {
@@ -22,10 +23,13 @@ struct MappingCounts {
 };
 
 // Maps every image on `num_threads` threads; problems[i] is image i's error, if any.
-MappingCounts map_all(const data::CocoDataset& dataset, const data::DatasetMapper& mapper,
-                      uint64_t seed, int num_threads, std::vector<std::string>& problems) {
+MappingCounts map_all(const std::string& name, const data::CocoDataset& dataset,
+                      const data::DatasetMapper& mapper, uint64_t seed, int num_threads,
+                      std::vector<std::string>& problems) {
   problems.assign(dataset.num_images(), "");
-  std::atomic<size_t> next{0}, images{0}, instances{0};
+  std::atomic<size_t> next{0}, finished{0}, images{0}, instances{0};
+  Progress progress("Checking " + name + ", mapping every image",
+                    static_cast<double>(dataset.num_images()), "images");
   auto work = [&] {
     for (size_t i = next++; i < dataset.num_images(); i = next++) {
       try {
@@ -36,6 +40,7 @@ MappingCounts map_all(const data::CocoDataset& dataset, const data::DatasetMappe
       } catch (const std::exception& e) {
         problems[i] = e.what();
       }
+      progress.update(static_cast<double>(++finished));
     }
   };
   std::vector<std::thread> threads;
@@ -102,7 +107,7 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
   const int64_t seed = cfg.get_int("SEED");
   std::vector<std::string> image_problems;
   MappingCounts counts =
-      map_all(dataset, mapper, seed >= 0 ? static_cast<uint64_t>(seed) : 0,
+      map_all(name, dataset, mapper, seed >= 0 ? static_cast<uint64_t>(seed) : 0,
               static_cast<int>(cfg.get_int("DATALOADER.NUM_WORKERS")), image_problems);
   std::cout << "  mapped: " << counts.images << " of " << dataset.num_images() << " images";
   if (is_train) std::cout << ", " << counts.instances << " instances after augmentation";

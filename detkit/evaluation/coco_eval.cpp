@@ -6,7 +6,9 @@
 #include <limits>
 #include <numeric>
 
+#include "detkit/evaluation/coco_report.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/progress.h"
 
 namespace detkit::evaluation {
 
@@ -177,7 +179,10 @@ void COCOeval::evaluate() {
   const size_t K = params_.use_cats ? params_.category_ids.size() : 1;
   const size_t A = params_.area_ranges.size(), I = params_.image_ids.size();
   evals_.assign(K * A * I, std::nullopt);
+  Progress progress(std::string("COCOeval ") + iou_type_name(iou_type_) + ", per-image evaluation",
+                    static_cast<double>(K), "categories");
   for (size_t k = 0; k < K; ++k) {
+    progress.update(static_cast<double>(k));
     int64_t cat = params_.use_cats ? params_.category_ids[k] : -1;
     for (size_t i = 0; i < I; ++i) {
       Pair pair = gather(params_.image_ids[i], cat);

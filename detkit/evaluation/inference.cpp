@@ -1,10 +1,13 @@
 #include "detkit/evaluation/inference.h"
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <optional>
+
+#include "detkit/utils/progress.h"
 
 namespace detkit::evaluation {
 
@@ -20,8 +23,9 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
   model.eval();
   std::optional<at::InferenceMode> inference_mode(std::in_place);  // not for evaluate()'s gather
   double data_time = 0, compute_time = 0, eval_time = 0;
-  auto start = clock::now(), last_log = clock::now();
+  auto start = clock::now();
   size_t done = 0;
+  Progress progress("Inference", static_cast<double>(total), "images");
   while (true) {
     auto t0 = clock::now();
     auto sample = loader.next();
@@ -40,16 +44,16 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
     data_time += seconds(t1 - t0);
     compute_time += seconds(t2 - t1);
     eval_time += seconds(t3 - t2);
-    if (seconds(t3 - last_log) > 5 || done == total) {
-      size_t timed = done - warmup;
-      double per_image = seconds(t3 - start) / timed;
-      spdlog::info(
+    // Detectron2's line, every 5 s (on a terminal, a status line as well).
+    progress.update(static_cast<double>(done), [&] {
+      const size_t timed = done - warmup;
+      const double per_image = seconds(t3 - start) / timed;
+      return fmt::format(
           "Inference done {}/{}. Dataloading: {:.4f} s/iter. Inference: {:.4f} s/iter. "
-          "Eval: {:.4f} s/iter. Total: {:.4f} s/iter. ETA={:.0f} s",
+          "Eval: {:.4f} s/iter. Total: {:.4f} s/iter. ETA={}",
           done, total, data_time / timed, compute_time / timed, eval_time / timed, per_image,
-          per_image * (total - done));
-      last_log = t3;
-    }
+          format_eta(per_image * (total - done)));
+    });
   }
   if (done > warmup) {
     double total_time = seconds(clock::now() - start);

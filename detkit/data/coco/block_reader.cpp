@@ -1,6 +1,7 @@
 #include "detkit/data/coco/block_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,10 @@ BlockReader::BlockReader(const std::string& path, size_t block_bytes) : path_(pa
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   buffer_.resize(std::max<size_t>(block_bytes, 64) + kJsonPadding);
+  struct stat info {};
+  if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode))
+    progress_ = std::make_unique<Progress>("Reading " + path, static_cast<double>(info.st_size) / 1e6,
+                                           "MB");
 }
 
 BlockReader::~BlockReader() { ::close(fd_); }
@@ -37,6 +42,7 @@ bool BlockReader::fill(uint64_t keep_from) {
     if (n < 0) throw Error("cannot read '" + path_ + "': " + std::strerror(errno));
     if (n == 0) eof_ = true;
     used_ += static_cast<size_t>(n);
+    if (progress_) progress_->update(static_cast<double>(end_offset()) / 1e6);
     return n > 0;
   }
 }

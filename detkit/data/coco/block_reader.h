@@ -2,8 +2,11 @@
 // BlockReader: a sliding window onto a file, read a block at a time. Bytes the caller still needs
 // (an element being scanned, a batch not yet parsed) stay; the rest is dropped on each refill.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "detkit/utils/progress.h"
 
 namespace detkit::data {
 
@@ -31,6 +34,7 @@ class BlockReader {
   size_t used_ = 0;    // bytes of buffer_ holding file data
   uint64_t base_ = 0;  // file offset of buffer_[0]
   bool eof_ = false;
+  std::unique_ptr<Progress> progress_;  // "Reading <path>: 120.5/448.6 MB ..." (a regular file)
 };
 
 }  // namespace detkit::data

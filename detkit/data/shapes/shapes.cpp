@@ -16,6 +16,7 @@
 #include "detkit/data/shapes/shapes_scene.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "detkit/utils/progress.h"
 
 namespace detkit::data {
 namespace {
@@ -89,6 +90,8 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   std::vector<ShapesImage> images(count);
+  std::atomic<int> finished{0};
+  Progress progress("Generating shapes/" + split, count, "images");
   parallel_for(count, workers, [&](int i) {
     const ShapesScene scene = render_scene(derive_seed(options.seed, stream, i), scene_options);
     char name[32];
@@ -99,6 +102,7 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
     }
     atomic_write((image_dir / name).string(), std::string(jpeg.begin(), jpeg.end()));
     images[i] = {name, options.width, options.height, annotate_scene(scene)};
+    progress.update(++finished);
   });
   atomic_write(
       (fs::path(options.out_dir) / "annotations" / ("instances_" + split + ".json")).string(),
