@@ -13,7 +13,6 @@ const std::vector<UnimplementedKey>& unimplemented_keys() {
       {"MODEL.ROI_BOX_HEAD.TRAIN_ON_PRED_BOXES", "training the mask head on predicted boxes"},
       {"FLOAT32_PRECISION", "reduced fp32 matmul/convolution precision (TF32 on CUDA)"},
       {"TEST.EXPECTED_RESULTS", "checking evaluation results against expected values"},
-      {"VIS_PERIOD", "training-time visualizations (images with proposals) in TensorBoard"},
       {"VERSION", "reading configs of another Detectron2 config version (Detectron2 converts them)"},
   };
   return keys;

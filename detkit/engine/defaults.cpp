@@ -13,6 +13,7 @@
 #include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/tensorboard_writer.h"
+#include "detkit/engine/training_visualization.h"
 #include "detkit/engine/validation_loss.h"
 #include "detkit/engine/writers.h"
 #include "detkit/evaluation/inference.h"
@@ -190,6 +191,9 @@ void DefaultTrainer::train() {
                                      put_evaluation_results(t.storage(), results_);
                                    }));
   if (distributed::is_main_process()) {  // the job's metrics and console lines come from rank 0
+    if (const int64_t period = cfg_.get_int("VIS_PERIOD"); period > 0)
+      trainer_->register_hook(
+          std::make_shared<TrainingVisualizationHook>(period, cfg_.get_string("INPUT.FORMAT")));
     trainer_->register_hook(
         std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
     trainer_->register_hook(std::make_shared<TensorboardWriter>(cfg_.get_string("OUTPUT_DIR")));

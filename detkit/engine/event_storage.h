@@ -28,6 +28,19 @@ class EventStorage {
   std::map<std::string, std::pair<double, int64_t>> latest_with_smoothing_hint(size_t window) const;
   std::vector<std::string> names() const;
 
+  /// An image for the writers (Detectron2's put_image), at the current iteration: PNG bytes.
+  struct Image {
+    std::string name;
+    std::string png;
+    int64_t height = 0, width = 0;
+    int64_t iter = 0;
+  };
+  void put_image(const std::string& name, std::string png, int64_t height, int64_t width) {
+    images_.push_back({name, std::move(png), height, width, iter_});
+  }
+  /// The images put since the last call (Detectron2's writer clears them once written).
+  std::vector<Image> take_images() { return std::exchange(images_, {}); }
+
  private:
   struct History {
     std::vector<std::pair<double, int64_t>> values;
@@ -35,6 +48,7 @@ class EventStorage {
   };
   const History& history(const std::string& name) const;
   std::map<std::string, History> history_;
+  std::vector<Image> images_;
   int64_t iter_;
 };
 

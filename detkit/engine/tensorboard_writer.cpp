@@ -55,6 +55,20 @@ std::string scalar_event(const std::string& tag, double value, int64_t step) {
   return framed(event.SerializeAsString());
 }
 
+std::string image_event(const EventStorage::Image& image) {
+  tensorboard::Event event;
+  event.set_wall_time(now_seconds());
+  event.set_step(image.iter);
+  tensorboard::SummaryValue* v = event.mutable_summary()->add_value();
+  v->set_tag(image.name);
+  tensorboard::Image* picture = v->mutable_image();
+  picture->set_height(static_cast<int32_t>(image.height));
+  picture->set_width(static_cast<int32_t>(image.width));
+  picture->set_colorspace(3);
+  picture->set_encoded_image_string(image.png);
+  return framed(event.SerializeAsString());
+}
+
 }  // namespace
 
 uint32_t masked_crc32c(const void* data, size_t size) {
@@ -99,6 +113,7 @@ void TensorboardWriter::write(Trainer& t) {
   std::string records;
   for (const auto& [iteration, scalars] : unwritten_scalars(t.storage(), written_))
     for (const auto& [name, value] : scalars) records += scalar_event(name, value, iteration);
+  for (const EventStorage::Image& image : t.storage().take_images()) records += image_event(image);
   if (!records.empty()) file_.append(records);
 }
 

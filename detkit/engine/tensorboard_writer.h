@@ -30,7 +30,8 @@ class TensorboardEventFile {
 
 /// Every `period` iterations and at the end of training: each scalar of the trainer's storage
 /// that is newer than the last write (the smoothed value where it has the smoothing hint, as
-/// metrics.json), at the iteration it was recorded.
+/// metrics.json), at the iteration it was recorded, then the storage's images (VIS_PERIOD) as
+/// Summary.Value.image (PNG, colorspace 3).
 class TensorboardWriter : public HookBase {
  public:
   explicit TensorboardWriter(const std::string& output_dir, int64_t period = 20);

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""read_tensorboard.py OUTPUT_DIR: reads the TensorBoard event file that `detkit train` wrote in
+"""read_tensorboard.py OUTPUT_DIR [VIS_PERIOD MAX_ITER]: reads the TensorBoard event file that `detkit train` wrote in
 OUTPUT_DIR with an independent reader (Debian's python3-protobuf and python3-crc32c; the message
 layout written out below from TensorFlow's event.proto and summary.proto, not from detkit's
 .proto) and checks: TFRecord framing (lengths, masked CRC32C of length and data), a first event
 with file_version "brain.Event:2", then scalar events whose tags, steps and values are exactly
-metrics.json's (values as float32: Summary.Value.simple_value is a float)."""
+metrics.json's (values as float32: Summary.Value.simple_value is a float) and, with VIS_PERIOD,
+one image event at each iteration it divides: Summary.Value.image, a PNG whose header gives the
+height and width the event states, colorspace 3, two panels (ground truth, proposals) side by
+side, under Detectron2's tag."""
 import glob
 import json
 import os
@@ -26,10 +29,17 @@ assert len(files) == 1, f"expected one event file in {out}, found {files}"
 F = descriptor_pb2.FieldDescriptorProto
 proto = descriptor_pb2.FileDescriptorProto(name="tf_event_subset.proto", package="tf",
                                            syntax="proto3")
+image = proto.message_type.add(name="Image")
+image.field.add(name="height", number=1, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+image.field.add(name="width", number=2, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+image.field.add(name="colorspace", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+image.field.add(name="encoded_image_string", number=4, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
 value = proto.message_type.add(name="Value")
 value.field.add(name="tag", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
 value.field.add(name="simple_value", number=2, type=F.TYPE_FLOAT, label=F.LABEL_OPTIONAL,
                 oneof_index=0)
+value.field.add(name="image", number=4, type=F.TYPE_MESSAGE, type_name=".tf.Image",
+                label=F.LABEL_OPTIONAL, oneof_index=0)
 value.oneof_decl.add(name="value")
 summary = proto.message_type.add(name="Summary")
 summary.field.add(name="value", number=1, type=F.TYPE_MESSAGE, type_name=".tf.Value",
@@ -68,11 +78,16 @@ while pos < len(data):
     pos += 16 + length
 assert events and events[0].file_version == "brain.Event:2", "first event is not the version"
 
-scalars = {}
+scalars, images = {}, {}
 for e in events[1:]:
     assert e.WhichOneof("what") == "summary", f"event at step {e.step} holds no summary"
     for v in e.summary.value:
-        scalars[(v.tag, e.step)] = v.simple_value
+        kind = v.WhichOneof("value")
+        assert kind in ("simple_value", "image"), f"{v.tag} at step {e.step}: no value ({kind})"
+        if kind == "image":
+            images[(v.tag, e.step)] = v.image
+        else:
+            scalars[(v.tag, e.step)] = v.simple_value
 expected = {}
 for line in open(os.path.join(out, "metrics.json")):
     record = json.loads(line)
@@ -86,3 +101,22 @@ assert scalars == expected, (f"TensorBoard and metrics.json differ: only in Tens
 tags = sorted({tag for tag, _ in scalars})
 print(f"TensorBoard: {len(events)} records framed and CRC-checked, file_version brain.Event:2, "
       f"{len(scalars)} scalars = metrics.json's ({len(tags)} tags: {', '.join(tags[:6])}, ...)")
+
+vis_period = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+if vis_period:
+    max_iter = int(sys.argv[3])
+    tag = "Left: GT bounding boxes;  Right: Predicted proposals"
+    steps = sorted(step for (t, step) in images if t == tag)
+    assert set(t for t, _ in images) == {tag}, sorted(images)
+    assert steps == list(range(0, max_iter, vis_period)), steps
+    for step in steps:
+        picture = images[(tag, step)]
+        png = picture.encoded_image_string
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", f"step {step}: not a PNG"
+        width, height = struct.unpack(">II", png[16:24])
+        assert (width, height) == (picture.width, picture.height), (width, height, picture)
+        assert picture.colorspace == 3 and width % 2 == 0, picture.colorspace
+    print(f"TensorBoard: {len(steps)} training images (PNG {width}x{height}: ground truth | "
+          f"proposals) at steps {steps}")
+else:
+    assert not images, f"images without VIS_PERIOD: {sorted(images)[:3]}"

@@ -229,8 +229,11 @@ TEST(TrainCli, ABadImageIsSkippedListedAndCountedOrStopsTraining) {
 TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
   TinySetup s;
   std::string out = s.dir.path("run");
-  // With the final evaluation on the two validation images.
-  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out, "DATASETS.TEST", "('shapes_val',)"})), 0)
+  // With the final evaluation on the two validation images, and Detectron2's training images
+  // (ground truth | proposals) every 2 iterations in TensorBoard.
+  ASSERT_EQ(wait_exit(start_train(s, {"OUTPUT_DIR", out, "DATASETS.TEST", "('shapes_val',)",
+                                      "VIS_PERIOD", "2"})),
+            0)
       << read_file(s.dir.path("child.log"));
   for (const char* f : {"config.yaml", "log.txt", "metrics.json", "model_0000002.pth",
                         "model_0000005.pth", "model_final.pth", "last_checkpoint"})
@@ -254,7 +257,8 @@ TEST(TrainCli, RunLeavesConfigMetricsAndCheckpoints) {
     return;
   }
   const std::string reader = std::string(DETKIT_SOURCE_DIR) + "/tests/engine/read_tensorboard.py";
-  EXPECT_EQ(std::system((std::string(DETKIT_ORACLE_PYTHON) + " " + reader + " " + out).c_str()), 0);
+  EXPECT_EQ(std::system((std::string(DETKIT_ORACLE_PYTHON) + " " + reader + " " + out + " 2 6").c_str()),
+            0);
 }
 
 TEST(TrainCli, NonFiniteLossStopsWithTheIterationNamed) {

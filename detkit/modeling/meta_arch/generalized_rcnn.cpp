@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "detkit/layers/precision.h"
 #include "detkit/modeling/meta_arch/preprocess.h"
 #include "detkit/ops/paste_masks.h"
@@ -44,6 +46,15 @@ LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());
   ProposalOutput proposals = proposal_generator_->forward(images, features, &targets);
+  if (training_visualization_requested() && !proposals.proposals.empty()) {
+    // Detectron2's visualize_training: the batch's first image, its ground-truth boxes and the
+    // 20 proposals scored highest (the RPN hands them out best first).
+    const at::Tensor top = proposals.proposals[0].boxes("proposal_boxes").tensor();
+    record_training_visualization(
+        {"Left: GT bounding boxes;  Right: Predicted proposals", batch[0].image,
+         {targets[0].boxes("gt_boxes").tensor().detach(),
+          top.slice(0, 0, std::min<int64_t>(top.size(0), 20)).detach()}});
+  }
   ROIHeadsOutput heads = roi_heads_->forward(images, features, proposals.proposals, &targets);
   LossDict losses = heads.losses;
   for (auto& [name, loss] : proposals.losses) losses[name] = loss;

@@ -13,6 +13,13 @@ c10::Device MetaArch::device() const {
   return c10::Device(c10::kCPU);
 }
 
+std::optional<TrainingVisualization> MetaArch::take_training_visualization() {
+  visualization_requested_ = false;
+  std::optional<TrainingVisualization> taken = std::move(visualization_);
+  visualization_.reset();
+  return taken;
+}
+
 Registry<MetaArchFactory>& meta_arch_registry() {
   static Registry<MetaArchFactory> registry("meta architecture (MODEL.META_ARCHITECTURE)");
   return registry;

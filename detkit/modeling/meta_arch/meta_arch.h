@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "detkit/config/cfg_node.h"
@@ -19,8 +21,21 @@
 
 namespace detkit::modeling {
 
+/// One training step as Detectron2's VIS_PERIOD shows it: one input image, with sets of boxes
+/// drawn over copies of it side by side (R-CNN: ground truth, then the top 20 proposals).
+struct TrainingVisualization {
+  std::string name;                // "Left: GT bounding boxes;  Right: Predicted proposals"
+  at::Tensor image;                // (3, H, W) float 0..255 in INPUT.FORMAT order, as fed
+  std::vector<at::Tensor> panels;  // per panel, (N, 4) XYXY boxes in the image's pixels
+};
+
 class MetaArch : public torch::nn::Module {
  public:
+  /// Asks the next losses() to record what it would show of its step (for the models that can:
+  /// GeneralizedRCNN); take_training_visualization() then returns it, once.
+  void request_training_visualization() { visualization_requested_ = true; }
+  std::optional<TrainingVisualization> take_training_visualization();
+
   /// Training mode: the loss dict of a batch whose inputs carry `instances` (targets).
   virtual structures::LossDict losses(const std::vector<structures::ModelInput>& batch) = 0;
   /// Eval mode: per image "pred_boxes", "scores", "pred_classes" (and, for instance segmenters,
@@ -29,6 +44,18 @@ class MetaArch : public torch::nn::Module {
       const std::vector<structures::ModelInput>& batch) = 0;
   /// The device its parameters and buffers live on (CPU for a model without any).
   c10::Device device() const;
+
+ protected:
+  /// For losses(): whether this call should record a visualization, and its record.
+  bool training_visualization_requested() const { return visualization_requested_; }
+  void record_training_visualization(TrainingVisualization v) {  // answers the request
+    visualization_ = std::move(v);
+    visualization_requested_ = false;
+  }
+
+ private:
+  bool visualization_requested_ = false;
+  std::optional<TrainingVisualization> visualization_;
 };
 
 using MetaArchFactory = std::function<std::shared_ptr<MetaArch>(const config::CfgNode& cfg)>;
