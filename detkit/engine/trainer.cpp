@@ -15,6 +15,7 @@
 #include "detkit/engine/anomaly_pass.h"
 #include "detkit/solver/param_groups.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::engine {
 
@@ -135,6 +136,10 @@ structures::LossDict Trainer::forward(const std::vector<structures::ModelInput>&
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(iteration_seed(seed_, iter_, distributed::get_rank()));
   }
+  // What the model records of its step (Detectron2's rpn/num_pos_anchors, fast_rcnn/*, ...).
+  EventScalarScope model_scalars([this](const std::string& name, double value, bool hint) {
+    storage_.put_scalar(name, value, hint);
+  });
   return model_->losses(batch);
 }
 

@@ -82,7 +82,8 @@ class Trainer {
   /// The next batch; records "data_time" (with several ranks sum_losses does, as the maximum
   /// over the ranks).
   virtual std::vector<structures::ModelInput> fetch_batch();
-  /// The loss dict of `batch`, with the in-step generator seeded for this iteration.
+  /// The loss dict of `batch`, with the in-step generator seeded for this iteration; the scalars
+  /// the model records meanwhile (utils/event_scalars.h) go to storage().
   virtual structures::LossDict forward(const std::vector<structures::ModelInput>& batch);
   /// Their sum; records each loss and "total_loss" (with several ranks, their means over the
   /// ranks, and "data_time", its maximum). A non-finite sum is a detkit::Error naming every term,

@@ -10,6 +10,7 @@
 #include "detkit/modeling/meta_arch/preprocess.h"
 #include "detkit/ops/batched_nms.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -119,6 +120,8 @@ LossDict RetinaNet::dense_losses(const Boxes& anchors, const DensePredictions& p
   const at::Tensor valid = labels >= 0;
   const at::Tensor foreground = valid & (labels != options_.num_classes);
   const int64_t num_foreground = foreground.sum().item<int64_t>();
+  put_event_scalar("num_pos_anchors",  // Detectron2's, per image
+                   static_cast<double>(num_foreground) / static_cast<double>(labels.size(0)));
   loss_normalizer_ = 0.9 * loss_normalizer_ + 0.1 * std::max<int64_t>(num_foreground, 1);
 
   const at::Tensor logits = at::cat(predictions.logits, 1);  // (N, R, K)

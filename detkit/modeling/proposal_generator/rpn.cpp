@@ -6,6 +6,7 @@
 #include "detkit/modeling/proposal_utils.h"
 #include "detkit/modeling/sampling.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -76,6 +77,10 @@ LossDict RPN::losses(const Boxes& anchors, const at::Tensor& pred_logits,
   const int64_t num_images = static_cast<int64_t>(gt_labels.size());
   at::Tensor labels = at::stack(gt_labels);  // (N, R)
   at::Tensor pos_mask = labels == 1;
+  if (event_scalars_wanted()) {  // Detectron2's, per image
+    put_event_scalar("rpn/num_pos_anchors", pos_mask.sum().item<double>() / num_images);
+    put_event_scalar("rpn/num_neg_anchors", (labels == 0).sum().item<double>() / num_images);
+  }
   std::vector<at::Tensor> gt_deltas;
   for (const auto& boxes : gt_boxes) gt_deltas.push_back(box2box_.get_deltas(anchors.tensor(), boxes));
   at::Tensor localization = layers::smooth_l1_loss_sum(

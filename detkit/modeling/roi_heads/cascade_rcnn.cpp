@@ -5,6 +5,7 @@
 
 #include "detkit/layers/scale_gradient.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -78,11 +79,15 @@ std::vector<Instances> CascadeROIHeads::proposals_from_boxes(
 std::vector<Instances> CascadeROIHeads::match_and_label_boxes(
     std::vector<Instances> proposals, size_t stage, const std::vector<Instances>& targets) const {
   at::NoGradGuard no_grad;
+  double fg_samples = 0, bg_samples = 0;  // over the images, for Detectron2's event scalars
   for (size_t i = 0; i < proposals.size(); ++i) {
     const Instances& gt = targets[i];
     Instances& p = proposals[i];
     const MatchResult match = stage_matchers_[stage](
         structures::pairwise_iou(gt.boxes("gt_boxes"), p.boxes("proposal_boxes")));
+    const double fg = gt.size() > 0 ? (match.match_labels == 1).sum().item<double>() : 0.0;
+    fg_samples += fg;
+    bg_samples += static_cast<double>(p.size()) - fg;
     if (gt.size() > 0) {
       at::Tensor classes = gt.tensor("gt_classes").to(at::kLong).index_select(0, match.matches);
       classes.masked_fill_(match.match_labels == 0, options_.num_classes);
@@ -92,6 +97,12 @@ std::vector<Instances> CascadeROIHeads::match_and_label_boxes(
       p.set("gt_classes", at::full({p.size()}, options_.num_classes, at::kLong));
       p.set("gt_boxes", Boxes(at::zeros({p.size(), 4}, at::kFloat)));
     }
+  }
+  if (!proposals.empty()) {
+    const std::string prefix = "stage" + std::to_string(stage) + "/roi_head/";
+    const auto n = static_cast<double>(proposals.size());
+    put_event_scalar(prefix + "num_fg_samples", fg_samples / n);
+    put_event_scalar(prefix + "num_bg_samples", bg_samples / n);
   }
   return proposals;
 }
@@ -125,10 +136,12 @@ ROIHeadsOutput CascadeROIHeads::forward(const structures::ImageList& /*images*/,
   }
   ROIHeadsOutput out;
   if (training) {
-    for (size_t k = 0; k < stages.size(); ++k)
+    for (size_t k = 0; k < stages.size(); ++k) {
+      EventNameScope stage_names("stage" + std::to_string(k));  // "stage1/fast_rcnn/..."
       for (auto& [name, loss] :
            box_predictors_[k]->losses(stages[k].predictions, stages[k].proposals))
         out.losses[name + "_stage" + std::to_string(k)] = loss;
+    }
     if (mask_head_)
       for (auto& [name, loss] : forward_mask_branch(*mask_head_, *mask_pooler_, features, proposals,
                                                     true, options_.num_classes))

@@ -7,6 +7,7 @@
 #include "detkit/layers/precision.h"
 #include "detkit/ops/batched_nms.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -51,6 +52,28 @@ std::pair<at::Tensor, at::Tensor> FastRCNNOutputLayersImpl::forward(const at::Te
   return {cls_score_->forward(flat), bbox_pred_->forward(flat)};
 }
 
+namespace {
+// Detectron2's _log_classification_stats: accuracy over the sampled ROIs, and over the
+// foreground ones the accuracy and the share classified as background.
+void log_classification_stats(const at::Tensor& logits, const at::Tensor& gt_classes) {
+  if (!event_scalars_wanted() || gt_classes.numel() == 0) return;
+  at::NoGradGuard no_grad;
+  const at::Tensor predicted = logits.argmax(1);
+  const int64_t background = logits.size(1) - 1;
+  const at::Tensor fg = (gt_classes >= 0) & (gt_classes < background);
+  const double num_fg = fg.sum().item<double>();
+  put_event_scalar("fast_rcnn/cls_accuracy", (predicted == gt_classes).sum().item<double>() /
+                                                 static_cast<double>(gt_classes.numel()));
+  if (num_fg > 0) {
+    const at::Tensor fg_predicted = predicted.index({fg});
+    put_event_scalar("fast_rcnn/fg_cls_accuracy",
+                     (fg_predicted == gt_classes.index({fg})).sum().item<double>() / num_fg);
+    put_event_scalar("fast_rcnn/false_negative",
+                     (fg_predicted == background).sum().item<double>() / num_fg);
+  }
+}
+}  // namespace
+
 LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor>& predictions,
                                           const std::vector<Instances>& proposals) const {
   const auto& [scores, deltas] = predictions;
@@ -62,6 +85,7 @@ LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor
                                          : p.boxes("proposal_boxes").tensor());
   }
   at::Tensor gt_classes = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
+  log_classification_stats(scores, gt_classes);
   at::Tensor loss_cls =
       gt_classes.numel() == 0 ? scores.sum() * 0.0 : at::cross_entropy_loss(scores, gt_classes);
   // Box regression on foreground ROIs, with the deltas of their ground-truth class.

@@ -3,9 +3,12 @@
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
 
+#include <atomic>
+
 #include "detkit/modeling/roi_heads/roi_heads.h"
 #include "detkit/layers/precision.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -76,6 +79,17 @@ std::pair<at::Tensor, at::Tensor> keypoints_to_heatmap(const at::Tensor& keypoin
   return {(yi * side + xi) * valid, valid};
 }
 
+namespace {
+// Detectron2's kpts_num_skipped_batches: batches without a visible keypoint in any sampled ROI,
+// counted over the process's life (its _TOTAL_SKIPPED), recorded unsmoothed.
+at::Tensor skipped_batch(const at::Tensor& pred_keypoint_logits) {
+  static std::atomic<int64_t> total_skipped{0};
+  put_event_scalar("kpts_num_skipped_batches", static_cast<double>(++total_skipped),
+                   /*smoothing_hint=*/false);
+  return pred_keypoint_logits.sum() * 0;
+}
+}  // namespace
+
 at::Tensor keypoint_rcnn_loss(const at::Tensor& pred_keypoint_logits,
                               const std::vector<Instances>& instances,
                               std::optional<double> normalizer) {
@@ -88,10 +102,10 @@ at::Tensor keypoint_rcnn_loss(const at::Tensor& pred_keypoint_logits,
     heatmaps.push_back(h.reshape(-1));
     valid.push_back(v.reshape(-1));
   }
-  if (heatmaps.empty()) return pred_keypoint_logits.sum() * 0;
+  if (heatmaps.empty()) return skipped_batch(pred_keypoint_logits);
   at::Tensor targets = at::cat(heatmaps);
   at::Tensor keep = at::cat(valid).nonzero().select(1, 0);
-  if (keep.numel() == 0) return pred_keypoint_logits.sum() * 0;
+  if (keep.numel() == 0) return skipped_batch(pred_keypoint_logits);
   const int64_t n = pred_keypoint_logits.size(0), k = pred_keypoint_logits.size(1);
   at::Tensor logits = pred_keypoint_logits.reshape({n * k, -1});
   at::Tensor loss = at::cross_entropy_loss(logits.index_select(0, keep),
@@ -173,10 +187,13 @@ LossDict forward_keypoint_branch(KeypointHead& keypoint_head, const ROIPooler& p
     return keypoint_head.forward(pooler(features, boxes), instances);
   }
   std::vector<Instances> selected;
+  double kept = 0, images = 0;  // Detectron2's mean skips images without foreground proposals
   for (const Instances& fg : select_foreground_proposals(instances, num_classes)) {
     selected.push_back(select_proposals_with_visible_keypoints(fg));
     boxes.push_back(selected.back().boxes("proposal_boxes"));
+    if (fg.size() > 0) kept += static_cast<double>(selected.back().size()), images += 1;
   }
+  if (images > 0) put_event_scalar("keypoint_head/num_fg_samples", kept / images);
   return keypoint_head.forward(pooler(features, boxes), selected);
 }
 

@@ -5,6 +5,7 @@
 
 #include "detkit/layers/precision.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -69,6 +70,20 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
   at::Tensor logits =
       agnostic ? pred_mask_logits.select(1, 0)
                : pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), at::cat(classes)});
+  if (event_scalars_wanted()) {  // Detectron2's mask_rcnn/* scalars, over every mask pixel
+    at::NoGradGuard no_grad;
+    const at::Tensor gt = targets > 0.5;
+    const at::Tensor incorrect = (logits > 0.0) != gt;
+    const double pixels = static_cast<double>(incorrect.numel());
+    const double positive = gt.sum().item<double>();
+    put_event_scalar("mask_rcnn/accuracy",
+                     1.0 - incorrect.sum().item<double>() / std::max(pixels, 1.0));
+    put_event_scalar("mask_rcnn/false_positive",
+                     (incorrect & gt.logical_not()).sum().item<double>() /
+                         std::max(pixels - positive, 1.0));
+    put_event_scalar("mask_rcnn/false_negative",
+                     (incorrect & gt).sum().item<double>() / std::max(positive, 1.0));
+  }
   return at::binary_cross_entropy_with_logits(logits, targets);
 }
 

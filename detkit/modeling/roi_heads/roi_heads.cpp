@@ -6,6 +6,7 @@
 
 #include "detkit/modeling/sampling.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/event_scalars.h"
 
 namespace detkit::modeling {
 
@@ -53,6 +54,7 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
   // Ground truth as extra proposals with a (practically) certain objectness, as Detectron2.
   const double gt_logit = std::log((1.0 - 1e-10) / (1 - (1.0 - 1e-10)));
   std::vector<Instances> sampled;
+  double fg_samples = 0, bg_samples = 0;  // over the images, for Detectron2's event scalars
   for (size_t i = 0; i < proposals.size(); ++i) {
     const Instances& gt = targets[i];
     Instances props = proposals[i];
@@ -76,6 +78,8 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
     }
     SampledIndices s = subsample_labels(classes, options.batch_size_per_image,
                                         options.positive_fraction, options.num_classes);
+    fg_samples += static_cast<double>(s.pos_idx.numel());
+    bg_samples += static_cast<double>(s.neg_idx.numel());
     at::Tensor idx = at::cat({s.pos_idx, s.neg_idx});
     Instances picked = props.index(idx);
     picked.set("gt_classes", classes.index_select(0, idx));
@@ -85,6 +89,10 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
         if (name.rfind("gt_", 0) == 0 && !picked.has(name)) picked.set(name, matched_gt.get(name));
     }
     sampled.push_back(std::move(picked));
+  }
+  if (!sampled.empty()) {
+    put_event_scalar("roi_head/num_fg_samples", fg_samples / static_cast<double>(sampled.size()));
+    put_event_scalar("roi_head/num_bg_samples", bg_samples / static_cast<double>(sampled.size()));
   }
   return sampled;
 }

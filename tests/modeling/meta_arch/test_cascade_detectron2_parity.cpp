@@ -10,6 +10,7 @@
 #include "detkit/modeling/roi_heads/cascade_rcnn.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
+#include "tests/support/scalar_parity.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -145,7 +146,9 @@ TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
     const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
     EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
   }
+  testing::CapturedScalars scalars;
   const auto losses = model->losses(batch);
+  testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], "cascade");
   EXPECT_EQ(losses.size(), 9u);
   testing::expect_losses_match(losses, f.meta["train_losses"], "cascade").backward();
   EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "cascade"), 8);

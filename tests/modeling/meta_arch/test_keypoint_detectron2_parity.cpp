@@ -10,6 +10,7 @@
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/modeling/roi_heads/keypoint_head.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
+#include "tests/support/scalar_parity.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -130,7 +131,9 @@ TEST(KeypointParity, TrainingLossesAndGradientsMatchDetectron2) {
   REQUIRE_FIXTURE(f);
   auto model = f.model();
   model->train();
+  testing::CapturedScalars scalars;
   const auto losses = model->losses(f.batch(true));
+  testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], "keypoint");
   EXPECT_EQ(losses.size(), 5u);
   testing::expect_losses_match(losses, f.meta["train_losses"], "keypoint").backward();
   EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "keypoint"), 7);

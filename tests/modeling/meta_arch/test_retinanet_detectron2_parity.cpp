@@ -8,6 +8,7 @@
 
 #include "detkit/modeling/meta_arch/retinanet.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
+#include "tests/support/scalar_parity.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -139,7 +140,9 @@ TEST(RetinaNetParity, TrainingLossesAndGradientsMatchDetectron2) {
   model->train();
   const nlohmann::json meta = f.meta();
   EXPECT_EQ(model->loss_normalizer(), 100.0);
+  testing::CapturedScalars scalars;
   const auto losses = model->losses(f.batch(true));
+  testing::expect_scalars_match(scalars.values, meta["train_event_scalars"], "retinanet");
   EXPECT_DOUBLE_EQ(model->loss_normalizer(), meta["loss_normalizer"].get<double>());
   ASSERT_EQ(losses.size(), 2u);
   testing::expect_losses_match(losses, meta["train_losses"], "retinanet").backward();
