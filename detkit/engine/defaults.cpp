@@ -169,18 +169,13 @@ void DefaultTrainer::train() {
   broadcast_weights_from_main(*model_);  // every rank starts from rank 0's weights
   trainer_ = build_trainer(
       amp_, scaler_.get(), model_, *optimizer_,
-      [this] {
-        auto batch = loader_->next_batch();
-        // DATALOADER.ON_BAD_IMAGE skip: how many samples this rank replaced so far.
-        if (const uint64_t bad = loader_->bad_images_replaced())
-          trainer_->storage().put_scalar("data/bad_images", static_cast<double>(bad),
-                                         /*smoothing_hint=*/false);
-        return batch;
-      },
-      seed_);
+      [this] { return loader_->next_batch(); }, seed_);
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
+  // DATALOADER.ON_BAD_IMAGE skip: the samples the job replaced so far (every rank's loader).
+  trainer_->register_hook(std::make_shared<SumOverRanksHook>(
+      "data/bad_images", [this] { return static_cast<double>(loader_->bad_images_replaced()); }));
   if (const int64_t period = cfg_.get_int("TEST.VAL_LOSS_PERIOD"); period > 0)
     trainer_->register_hook(std::make_shared<ValidationLossHook>(cfg_, period));
   if (!cfg_.get_string_list("DATASETS.TEST").empty())

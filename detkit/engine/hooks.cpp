@@ -58,6 +58,18 @@ void PeriodicCheckpointerHook::after_step(Trainer& t) {
   checkpointer_.step(t.iter(), training_state(t, scheduler_));
 }
 
+void SumOverRanksHook::after_step(Trainer& t) {
+  const bool several = distributed::get_world_size() > 1;
+  if (several && (t.iter() + 1) % period_ != 0 && t.iter() + 1 != t.max_iter()) return;
+  double total = count_();
+  if (several)
+    total = at::stack(distributed::communicator().all_gather(at::full({1}, total, at::kDouble)))
+                .sum()
+                .item<double>();
+  if (total > 0 && distributed::is_main_process())
+    t.storage().put_scalar(name_, total, /*smoothing_hint=*/false);
+}
+
 namespace {
 // The stop signal every rank agrees on: the highest any rank got (0: none).
 int agreed_stop_signal() {

@@ -46,6 +46,22 @@ class PeriodicCheckpointerHook : public HookBase {
   solver::LRMultiplier& scheduler_;
 };
 
+/// A count each rank keeps (DATALOADER.ON_BAD_IMAGE's replaced samples: "data/bad_images"),
+/// recorded unsmoothed on rank 0 as its sum over the ranks once that is above zero. With several
+/// ranks every `period` iterations and at the last (one all-gather then, on every rank: the
+/// writers write every 20); in one process, every iteration.
+class SumOverRanksHook : public HookBase {
+ public:
+  SumOverRanksHook(std::string name, std::function<double()> count, int64_t period = 20)
+      : name_(std::move(name)), count_(std::move(count)), period_(period) {}
+  void after_step(Trainer& t) override;
+
+ private:
+  std::string name_;
+  std::function<double()> count_;
+  int64_t period_;
+};
+
 /// SIGTERM / SIGINT on any rank (a utils/stop_signal.h StopSignalGuard catches them): after the
 /// step during which it came, every rank agrees to stop (one all-gather per step with several
 /// ranks, so all stop after the same step), rank 0 writes model_{iter:07d}.pth and

@@ -14,6 +14,7 @@
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/stop_signal.h"
+#include "tests/support/scoped_rank.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit::engine {
@@ -269,6 +270,48 @@ TEST(TrainerSeams, CudaInACpuBuildIsAnErrorNamingTheKey) {
           << message;
       EXPECT_NE(message.find("this build: "), std::string::npos) << message;
     }
+  }
+}
+
+}  // namespace
+}  // namespace detkit::engine
+
+namespace detkit::engine {
+namespace {
+
+// DATALOADER.ON_BAD_IMAGE's count of replaced samples is the job's: in one process recorded every
+// iteration; with several ranks summed over them every 20 iterations and at the last (one
+// all-gather each time), recorded by rank 0 only, and only once above zero.
+TEST(TrainerSeams, ACountIsSummedOverTheRanksAtTheWritersPace) {
+  const config::CfgNode cfg = toy_config();
+  auto run = [&](double count, int64_t iters, bool with_hook = true) {
+    auto model = modeling::build_model(cfg);
+    auto optimizer = solver::build_optimizer(cfg, *model);
+    auto trainer = std::make_unique<Trainer>(
+        model, *optimizer, [] { return std::vector{toy_input(1)}; }, 1);
+    if (with_hook)
+      trainer->register_hook(
+          std::make_shared<SumOverRanksHook>("data/bad_images", [count] { return count; }));
+    trainer->train(0, iters);
+    return trainer;
+  };
+  {
+    const auto one = run(3, 5);
+    ASSERT_TRUE(one->storage().has("data/bad_images"));
+    EXPECT_EQ(one->storage().latest("data/bad_images"), (std::pair<double, int64_t>{3.0, 4}));
+  }
+  {
+    testing::ScopedRank rank0(0, 2);  // the other rank holds as many: the sum is twice ours
+    run(3, 25, /*with_hook=*/false);
+    const int without = rank0.collectives();
+    const auto job = run(3, 25);
+    EXPECT_EQ(job->storage().latest("data/bad_images"), (std::pair<double, int64_t>{6.0, 24}));
+    EXPECT_EQ(rank0.collectives() - 2 * without, 2) << "at iterations 19 and 24 only";
+    EXPECT_FALSE(run(0, 20)->storage().has("data/bad_images"));  // nothing bad: no metric
+  }
+  {
+    testing::ScopedRank rank1(1, 2);
+    EXPECT_FALSE(run(3, 20)->storage().has("data/bad_images"));  // only rank 0 records it
   }
 }
 

@@ -17,7 +17,8 @@ CascadeROIHeads::CascadeROIHeads(const StandardROIHeadsOptions& options, ROIPool
                                  std::vector<FastRCNNOutputLayers> box_predictors,
                                  std::vector<double> stage_ious,
                                  std::optional<ROIPooler> mask_pooler,
-                                 std::shared_ptr<MaskHead> mask_head)
+                                 std::shared_ptr<MaskHead> mask_head,
+                                 ROIBranch<KeypointHead> keypoint)
     : options_(options),
       proposal_matcher_(options.iou_thresholds, options.iou_labels,
                         /*allow_low_quality_matches=*/false),
@@ -25,7 +26,9 @@ CascadeROIHeads::CascadeROIHeads(const StandardROIHeadsOptions& options, ROIPool
       box_heads_(std::move(box_heads)),
       box_predictors_(std::move(box_predictors)),
       mask_pooler_(std::move(mask_pooler)),
-      mask_head_(std::move(mask_head)) {
+      mask_head_(std::move(mask_head)),
+      keypoint_pooler_(std::move(keypoint.pooler)),
+      keypoint_head_(std::move(keypoint.head)) {
   if (box_heads_.empty() || box_heads_.size() != box_predictors_.size() ||
       box_heads_.size() != stage_ious.size())
     throw Error(
@@ -41,6 +44,7 @@ CascadeROIHeads::CascadeROIHeads(const StandardROIHeadsOptions& options, ROIPool
   register_module("box_head", heads);
   register_module("box_predictor", predictors);
   if (mask_head_) register_module("mask_head", mask_head_);
+  if (keypoint_head_) register_module("keypoint_head", keypoint_head_);
 }
 
 std::pair<at::Tensor, at::Tensor> CascadeROIHeads::run_stage(
@@ -146,6 +150,11 @@ ROIHeadsOutput CascadeROIHeads::forward(const structures::ImageList& /*images*/,
       for (auto& [name, loss] : forward_mask_branch(*mask_head_, *mask_pooler_, features, proposals,
                                                     true, options_.num_classes))
         out.losses[name] = loss;
+    if (keypoint_head_)
+      for (auto& [name, loss] : forward_keypoint_branch(*keypoint_head_, *keypoint_pooler_,
+                                                        features, proposals, true,
+                                                        options_.num_classes))
+        out.losses[name] = loss;
     return out;
   }
   // The stages' probabilities averaged, the last stage's boxes.
@@ -171,16 +180,15 @@ ROIHeadsOutput CascadeROIHeads::forward(const structures::ImageList& /*images*/,
   if (mask_head_)
     forward_mask_branch(*mask_head_, *mask_pooler_, features, out.instances, false,
                         options_.num_classes);
+  if (keypoint_head_)
+    forward_keypoint_branch(*keypoint_head_, *keypoint_pooler_, features, out.instances, false,
+                            options_.num_classes);
   return out;
 }
 
 DETKIT_REGISTER_ROI_HEADS(CascadeROIHeads, [](const config::CfgNode& cfg,
                                               const layers::ShapeSpecs& shapes) {
   const StandardROIHeadsOptions o = standard_roi_heads_options_from_config(cfg);
-  if (o.keypoint_on)
-    throw Error(
-        "MODEL.KEYPOINT_ON True with MODEL.ROI_HEADS.NAME CascadeROIHeads is not supported "
-        "yet (StandardROIHeads has the keypoint head)");
   const std::vector<double> ious = cfg.get_float_list("MODEL.ROI_BOX_CASCADE_HEAD.IOUS");
   const auto weights = cfg.get("MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS").as_float_list_list();
   if (weights.size() != ious.size())
@@ -213,8 +221,9 @@ DETKIT_REGISTER_ROI_HEADS(CascadeROIHeads, [](const config::CfgNode& cfg,
     mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
     mask_head = build_mask_head(cfg, levels.channels);
   }
-  return std::make_shared<CascadeROIHeads>(o, box_pooler, heads, predictors, ious, mask_pooler,
-                                           mask_head);
+  return std::make_shared<CascadeROIHeads>(
+      o, box_pooler, heads, predictors, ious, mask_pooler, mask_head,
+      keypoint_branch_from_config(cfg, o, levels));
 });
 
 }  // namespace detkit::modeling

@@ -4,9 +4,10 @@
 // previous stage's regressed boxes (detached, clipped), regresses class-agnostically, and in
 // training labels those boxes against the ground truth at its own IoU (no sampling after stage
 // 0). The pooled features' gradient is scaled by 1 / stages. Inference averages the stages'
-// class probabilities and takes the last stage's boxes; the mask head runs on the final boxes
-// (training: on stage 0's sampled foreground). Child names: box_head.{0,1,2},
-// box_predictor.{0,1,2}, mask_head; losses loss_{cls,box_reg}_stage{k}, loss_mask.
+// class probabilities and takes the last stage's boxes; the mask and keypoint heads run on the
+// final boxes (training: on stage 0's sampled foreground). Child names: box_head.{0,1,2},
+// box_predictor.{0,1,2}, mask_head, keypoint_head; losses loss_{cls,box_reg}_stage{k},
+// loss_mask, loss_keypoint.
 #include <memory>
 #include <optional>
 #include <vector>
@@ -22,7 +23,8 @@ class CascadeROIHeads : public ROIHeads {
   CascadeROIHeads(const StandardROIHeadsOptions& options, ROIPooler box_pooler,
                   std::vector<std::shared_ptr<BoxHead>> box_heads,
                   std::vector<FastRCNNOutputLayers> box_predictors, std::vector<double> stage_ious,
-                  std::optional<ROIPooler> mask_pooler, std::shared_ptr<MaskHead> mask_head);
+                  std::optional<ROIPooler> mask_pooler, std::shared_ptr<MaskHead> mask_head,
+                  ROIBranch<KeypointHead> keypoint = {});
 
   ROIHeadsOutput forward(const structures::ImageList& images, const FeatureMap& features,
                          std::vector<structures::Instances> proposals,
@@ -55,6 +57,8 @@ class CascadeROIHeads : public ROIHeads {
   std::vector<FastRCNNOutputLayers> box_predictors_;
   std::optional<ROIPooler> mask_pooler_;
   std::shared_ptr<MaskHead> mask_head_;
+  std::optional<ROIPooler> keypoint_pooler_;
+  std::shared_ptr<KeypointHead> keypoint_head_;
 };
 
 }  // namespace detkit::modeling

@@ -215,13 +215,20 @@ DETKIT_REGISTER_ROI_HEADS(StandardROIHeads, [](const config::CfgNode& cfg,
     mask_pooler.emplace(pooler_options_from_config(cfg, "ROI_MASK_HEAD", levels.strides));
     mask_head = build_mask_head(cfg, levels.channels);
   }
+  return std::make_shared<StandardROIHeads>(
+      o, box_pooler, box_head, predictor, mask_pooler, mask_head,
+      keypoint_branch_from_config(cfg, o, levels));
+});
+
+ROIBranch<KeypointHead> keypoint_branch_from_config(const config::CfgNode& cfg,
+                                                    const StandardROIHeadsOptions& options,
+                                                    const FeatureLevels& levels) {
   ROIBranch<KeypointHead> keypoint;
-  if (o.keypoint_on) {
+  if (options.keypoint_on) {
     keypoint.pooler.emplace(pooler_options_from_config(cfg, "ROI_KEYPOINT_HEAD", levels.strides));
     keypoint.head = build_keypoint_head(cfg, levels.channels);
   }
-  return std::make_shared<StandardROIHeads>(o, box_pooler, box_head, predictor, mask_pooler,
-                                            mask_head, std::move(keypoint));
-});
+  return keypoint;
+}
 
 }  // namespace detkit::modeling

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "detkit/modeling/backbone/backbone.h"
 #include "detkit/modeling/matcher.h"
 #include "detkit/modeling/proposal_generator/proposal_generator.h"
 #include "detkit/modeling/roi_heads/box_head.h"
@@ -90,6 +91,12 @@ class StandardROIHeads : public ROIHeads {
 /// MODEL.ROI_HEADS.*, MODEL.MASK_ON and MODEL.KEYPOINT_ON as the options StandardROIHeads and
 /// CascadeROIHeads share.
 StandardROIHeadsOptions standard_roi_heads_options_from_config(const config::CfgNode& cfg);
+
+/// The keypoint branch of MODEL.ROI_KEYPOINT_HEAD.* on the ROI heads' feature levels; empty
+/// unless `options.keypoint_on`.
+ROIBranch<KeypointHead> keypoint_branch_from_config(const config::CfgNode& cfg,
+                                                    const StandardROIHeadsOptions& options,
+                                                    const FeatureLevels& levels);
 
 /// The maps of `features` named by `names` (MODEL.ROI_HEADS.IN_FEATURES), in order.
 std::vector<at::Tensor> select_features(const FeatureMap& features,

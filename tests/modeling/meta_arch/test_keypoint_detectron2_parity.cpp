@@ -4,6 +4,7 @@
 // training losses and the recorded gradients.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -137,6 +138,49 @@ TEST(KeypointParity, TrainingLossesAndGradientsMatchDetectron2) {
   EXPECT_EQ(losses.size(), 5u);
   testing::expect_losses_match(losses, f.meta["train_losses"], "keypoint").backward();
   EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "keypoint"), 7);
+}
+
+// Detectron2 lets CascadeROIHeads carry the keypoint head (on stage 0's sampled foreground in
+// training, on the final boxes at inference). No fixture has one: on the fixture's inputs a
+// cascade Keypoint R-CNN (random weights) trains a step with every parameter getting a finite
+// gradient, and infers keypoints for its detections.
+TEST(CascadeKeypoints, TrainAStepAndInferKeypointsOnTheFinalBoxes) {
+  KeypointFixture f;
+  REQUIRE_FIXTURE(f);
+  config::CfgNode cfg = f.fx.config();
+  cfg.merge_from_list({"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
+                       "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"});
+  at::manual_seed(0);
+  auto model = build_generalized_rcnn(cfg);
+  EXPECT_TRUE(model->named_parameters().contains(
+      "roi_heads.keypoint_head.score_lowres.weight"));
+  EXPECT_TRUE(model->named_parameters().contains("roi_heads.box_predictor.2.bbox_pred.weight"));
+  model->train();
+  const auto losses = model->losses(f.batch(true));
+  ASSERT_TRUE(losses.count("loss_keypoint"));
+  for (const char* name : {"loss_cls_stage0", "loss_box_reg_stage2", "loss_rpn_cls"})
+    EXPECT_TRUE(losses.count(name)) << name;
+  at::Tensor total = at::zeros({});
+  for (const auto& [name, loss] : losses) {
+    EXPECT_TRUE(std::isfinite(loss.item<double>())) << name;
+    total = total + loss;
+  }
+  std::cout << "[ cascade keypoints ] loss_keypoint " << losses.at("loss_keypoint").item<double>()
+            << ", " << losses.size() << " losses\n";
+  EXPECT_GT(losses.at("loss_keypoint").item<double>(), 0.0);
+  total.backward();
+  for (const auto& p : model->named_parameters())
+    if (p.value().requires_grad())
+      EXPECT_TRUE(p.value().grad().defined() && p.value().grad().isfinite().all().item<bool>())
+          << p.key();
+  model->eval();
+  at::NoGradGuard no_grad;
+  const auto results = model->inference(f.batch(false));
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_GT(r.size(), 0);
+    EXPECT_EQ(r.tensor("pred_keypoints").sizes().vec(), (std::vector<int64_t>{r.size(), 17, 3}));
+  }
 }
 
 }  // namespace

@@ -81,8 +81,6 @@ TEST(RegistryErrors, RetinaNetAndCascadeNameTheirBadSettings) {
        "MODEL.ROI_BOX_CASCADE_HEAD.BBOX_REG_WEIGHTS has 3 entries for 2 stages"},
       {{"MODEL.ROI_BOX_CASCADE_HEAD.IOUS", "[0.4, 0.6, 0.7]"},
        "MODEL.ROI_BOX_CASCADE_HEAD.IOUS[0] must equal MODEL.ROI_HEADS.IOU_THRESHOLDS[0]"},
-      {{"MODEL.KEYPOINT_ON", "True"},
-       "MODEL.KEYPOINT_ON True with MODEL.ROI_HEADS.NAME CascadeROIHeads is not supported"},
   };
   for (const auto& [setting, expected] : cases) {
     std::vector<std::string> overrides =
