@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -32,14 +33,67 @@ CONFIGS = {"mask": "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvisi
 TARGETS = {"train": 1.3, "eval": 1.5, "data": 3.0}
 
 
+def tree_pids(root):
+    """`root` and every process below it (the peer's DataLoader workers)."""
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:  # gone meanwhile
+            pass
+    return pids
+
+
+def kilobytes(path, field):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeMemory(threading.Thread):
+    """Samples a process tree every `period` s: the largest sum over its live processes of each
+    one's peak RSS (VmHWM: main process plus loader workers, as issue 18 counts) and of their
+    proportional set sizes (Pss: shared pages split between the processes that share them)."""
+
+    def __init__(self, root, period=0.5):
+        super().__init__(daemon=True)
+        self.root, self.period, self.rss_kb, self.pss_kb = root, period, 0, 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(self.period):
+            pids = tree_pids(self.root)
+            self.rss_kb = max(self.rss_kb, sum(kilobytes(f"/proc/{p}/status", "VmHWM") for p in pids))
+            self.pss_kb = max(self.pss_kb,
+                              sum(kilobytes(f"/proc/{p}/smaps_rollup", "Pss") for p in pids))
+
+
 def run_json(command, env, label):
-    """Runs `command`, returns the JSON object on its last stdout line; stderr goes to a log."""
+    """Runs `command`, returns the JSON object on its last stdout line with the peak memory of
+    its process tree added; stderr goes to a log."""
     print(f"  {label}: {' '.join(command)}", file=sys.stderr, flush=True)
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
-    if done.returncode != 0:
-        sys.exit(f"{label} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    memory = TreeMemory(process.pid)
+    memory.start()
+    stdout, stderr = process.communicate()
+    memory.done.set()
+    memory.join()
+    if process.returncode != 0:
+        sys.exit(f"{label} failed (exit {process.returncode}):\n{stderr[-3000:]}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result["tree_peak_rss_mb"] = memory.rss_kb / 1024
+    result["tree_peak_pss_mb"] = memory.pss_kb / 1024
+    return result
 
 
 def detkit_command(args, task, model, iters, window):
@@ -133,7 +187,7 @@ def print_table(args, plan, results):
           + (", bfloat16 autocast on both sides" if args.amp else ""))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
-              f"{'RSS MB d|tv':>12}  per-round ratios")
+              f"{'RSS MB d|tv':>12} {'tree RSS|PSS d/tv':>18}  per-round ratios")
     print(header)
     for task, model in plan:
         d, t = results[(task, model, "detkit")], results[(task, model, "torchvision")]
@@ -146,7 +200,14 @@ def print_table(args, plan, results):
               f"{'>=' + str(TARGETS[task]):>7}  {median(d, 'seconds_per_iter'):11.4f} "
               f"{median(t, 'seconds_per_iter'):8.4f} "
               f"{median(d, 'data_seconds_per_iter'):7.4f}|{median(t, 'data_seconds_per_iter'):.4f} "
-              f"{median(d, 'peak_rss_mb'):6.0f}|{median(t, 'peak_rss_mb'):.0f}  {rounds} ({met})")
+              f"{median(d, 'peak_rss_mb'):6.0f}|{median(t, 'peak_rss_mb'):.0f} "
+              f"{median(d, 'tree_peak_rss_mb') / median(t, 'tree_peak_rss_mb'):8.2f}|"
+              f"{median(d, 'tree_peak_pss_mb') / median(t, 'tree_peak_pss_mb'):.2f}"
+              f"  {rounds} ({met})")
+        print(f"       {'':<7} process trees, peak MB: RSS (each process's peak, summed over the "
+              f"live ones) detkit {median(d, 'tree_peak_rss_mb'):.0f}, torchvision "
+              f"{median(t, 'tree_peak_rss_mb'):.0f}; PSS detkit {median(d, 'tree_peak_pss_mb'):.0f}, "
+              f"torchvision {median(t, 'tree_peak_pss_mb'):.0f}")
     for model in args.models.split(","):
         runs = results.get(("train", model, "detkit"))
         if runs:

@@ -5,7 +5,8 @@
 
 Prints one JSON object on stdout with the fields `detkit benchmark --json` prints:
 images_per_second, seconds_per_iter, data_seconds_per_iter (means over --window) and
-peak_rss_mb (this process; DataLoader workers are separate processes and not included).
+peak_rss_mb (this process; compare_torchvision.py adds the peak of the whole process tree, the
+DataLoader workers included).
 
 The loader does what torchvision's models need, in the DataLoader's worker processes: decode the
 JPEG (PIL), resize as Detectron2's ResizeShortestEdge (PIL bilinear; skipped at scale 1), scale
