@@ -13,6 +13,7 @@
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/progress.h"
+#include "detkit/utils/threads.h"
 #include "tools/commands.h"
 
 namespace detkit::tools {
@@ -31,6 +32,7 @@ MappingCounts map_all(const std::string& name, const data::CocoDataset& dataset,
   Progress progress("Checking " + name + ", mapping every image",
                     static_cast<double>(dataset.num_images()), "images");
   auto work = [&] {
+    use_one_thread_for_ops_in_this_thread();
     for (size_t i = next++; i < dataset.num_images(); i = next++) {
       try {
         data::SampleRng rng(seed, i);

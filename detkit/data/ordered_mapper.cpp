@@ -3,6 +3,7 @@
 #include <string>
 
 #include "detkit/utils/error.h"
+#include "detkit/utils/threads.h"
 
 namespace detkit::data {
 
@@ -26,6 +27,7 @@ OrderedMapper::~OrderedMapper() {
 }
 
 void OrderedMapper::work() {
+  use_one_thread_for_ops_in_this_thread();  // the training step has the cores
   while (true) {
     uint64_t position;
     std::optional<size_t> index;

@@ -35,7 +35,7 @@ struct Observer {
   std::unordered_map<const void*, std::string> owner;
   std::string last_module = "(none yet)";
   std::vector<std::string> running;  // the ops begun and not yet ended, outermost first
-  // The first non-finite output: "aten::linear (its inner aten::addmm) in module second".
+  // The first non-finite output: "aten::addmm (its inner aten::copy_) in module first".
   std::string found;
 };
 thread_local Observer* observer = nullptr;

@@ -35,4 +35,14 @@ int configure_threads(int requested) {
   return n;
 }
 
+void use_one_thread_for_ops_in_this_thread() {
+  // libtorch's OpenMP build sizes a thread's teams by that thread's OpenMP setting, which it
+  // sets from its global count on the thread's first parallel op: done first here, so that it
+  // does not undo the setting below. omp_set_num_threads is per thread; found at run time (a
+  // libtorch without OpenMP has no teams to size).
+  at::internal::lazy_init_num_threads();
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(1);
+}
+
 }  // namespace detkit

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "detkit/utils/error.h"
 #include "detkit/utils/threads.h"
@@ -22,6 +23,24 @@ TEST(Threads, EnvironmentOverridesCoreCount) {
   EXPECT_THROW(configure_threads(), Error);
   unsetenv("DETKIT_NUM_THREADS");
   EXPECT_GE(configure_threads(), 1);
+}
+
+// A helper thread's ops run on that thread alone; the others keep their count.
+TEST(Threads, AHelperThreadRunsItsOpsOnOneThread) {
+  configure_threads(2);
+  int in_helper = 0;
+  std::thread helper([&] {
+    use_one_thread_for_ops_in_this_thread();
+    at::parallel_for(0, 1 << 20, 1, [&](int64_t, int64_t) {});  // a first parallel op
+    in_helper = at::get_num_threads();
+  });
+  helper.join();
+  EXPECT_EQ(in_helper, 1);
+  EXPECT_EQ(at::get_num_threads(), 2);
+  int in_other = 0;
+  std::thread other([&] { in_other = at::get_num_threads(); });
+  other.join();
+  EXPECT_EQ(in_other, 2);
 }
 
 }  // namespace detkit
