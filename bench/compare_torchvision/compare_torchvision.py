@@ -30,7 +30,14 @@ CONFIGS = {"mask": "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvisi
            "faster": "configs/Torchvision-Comparisons/faster_rcnn_R_50_FPN_torchvision.yaml",
            "retinanet": "configs/Torchvision-Comparisons/retinanet_R_50_FPN_torchvision.yaml",
            "keypoint": "configs/Torchvision-Comparisons/keypoint_rcnn_R_50_FPN_torchvision.yaml"}
-TARGETS = {"train": 1.3, "eval": 1.5, "data": 3.0}
+# Issue 18: Mask and Faster R-CNN 1.5x in training and inference, the loader 5x; issue 15:
+# RetinaNet and Keypoint R-CNN 1.3x.
+TARGETS = {"train": 1.5, "eval": 1.5, "data": 5.0}
+TARGETS_ISSUE_15 = {"retinanet": 1.3, "keypoint": 1.3}
+
+
+def target(task, model):
+    return TARGETS_ISSUE_15.get(model, TARGETS[task]) if task != "data" else TARGETS[task]
 
 
 def tree_pids(root):
@@ -194,10 +201,10 @@ def print_table(args, plan, results):
         ratio = median(d, "images_per_second") / median(t, "images_per_second")
         rounds = " ".join(f"{a['images_per_second'] / b['images_per_second']:.2f}"
                           for a, b in zip(d, t))
-        met = "met" if ratio >= TARGETS[task] else "NOT met"
+        met = "met" if ratio >= target(task, model) else "NOT met"
         print(f"{task:<6} {model:<7} {median(d, 'images_per_second'):12.3f} "
               f"{median(t, 'images_per_second'):9.3f} {ratio:6.2f} "
-              f"{'>=' + str(TARGETS[task]):>7}  {median(d, 'seconds_per_iter'):11.4f} "
+              f"{'>=' + str(target(task, model)):>7}  {median(d, 'seconds_per_iter'):11.4f} "
               f"{median(t, 'seconds_per_iter'):8.4f} "
               f"{median(d, 'data_seconds_per_iter'):7.4f}|{median(t, 'data_seconds_per_iter'):.4f} "
               f"{median(d, 'peak_rss_mb'):6.0f}|{median(t, 'peak_rss_mb'):.0f} "
