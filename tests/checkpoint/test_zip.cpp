@@ -6,6 +6,7 @@
 #include "detkit/checkpoint/zip_archive.h"
 #include "detkit/checkpoint/zip_writer.h"
 #include "detkit/utils/error.h"
+#include "tests/support/error_of.h"
 
 namespace detkit::checkpoint {
 namespace {
@@ -47,14 +48,11 @@ void put_le(std::string& bytes, size_t pos, uint64_t value, int width) {
   for (int i = 0; i < width; ++i) bytes[pos + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
 }
 
-std::string error_of(std::string bytes) {
-  try {
-    ZipArchive(std::move(bytes), "bad.pth");
-  } catch (const Error& e) {
-    std::cout << "[ message ] " << e.what() << "\n";
-    return e.what();
-  }
-  return "(no error)";
+// What reading `bytes` as 'bad.pth' is told.
+std::string error_of(const std::string& bytes) {
+  const std::string message = testing::error_of([&] { ZipArchive(bytes, "bad.pth"); });
+  std::cout << "[ message ] " << message << "\n";
+  return message;
 }
 
 // Resource bounds: what the end record and the directory declare is checked against the file.

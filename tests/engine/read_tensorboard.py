@@ -29,29 +29,32 @@ assert len(files) == 1, f"expected one event file in {out}, found {files}"
 F = descriptor_pb2.FieldDescriptorProto
 proto = descriptor_pb2.FileDescriptorProto(name="tf_event_subset.proto", package="tf",
                                            syntax="proto3")
-image = proto.message_type.add(name="Image")
-image.field.add(name="height", number=1, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
-image.field.add(name="width", number=2, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
-image.field.add(name="colorspace", number=3, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
-image.field.add(name="encoded_image_string", number=4, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-value = proto.message_type.add(name="Value")
-value.field.add(name="tag", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
-value.field.add(name="simple_value", number=2, type=F.TYPE_FLOAT, label=F.LABEL_OPTIONAL,
-                oneof_index=0)
-value.field.add(name="image", number=4, type=F.TYPE_MESSAGE, type_name=".tf.Image",
-                label=F.LABEL_OPTIONAL, oneof_index=0)
-value.oneof_decl.add(name="value")
-summary = proto.message_type.add(name="Summary")
-summary.field.add(name="value", number=1, type=F.TYPE_MESSAGE, type_name=".tf.Value",
-                  label=F.LABEL_REPEATED)
-event = proto.message_type.add(name="Event")
-event.field.add(name="wall_time", number=1, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL)
-event.field.add(name="step", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
-event.field.add(name="file_version", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL,
-                oneof_index=0)
-event.field.add(name="summary", number=5, type=F.TYPE_MESSAGE, type_name=".tf.Summary",
-                label=F.LABEL_OPTIONAL, oneof_index=0)
-event.oneof_decl.add(name="what")
+# (message, [(field, number, type, message type or None, in the oneof?, repeated?)], oneof name)
+LAYOUT = [
+    ("Image", [("height", 1, F.TYPE_INT32, None, False, False),
+               ("width", 2, F.TYPE_INT32, None, False, False),
+               ("colorspace", 3, F.TYPE_INT32, None, False, False),
+               ("encoded_image_string", 4, F.TYPE_BYTES, None, False, False)], None),
+    ("Value", [("tag", 1, F.TYPE_STRING, None, False, False),
+               ("simple_value", 2, F.TYPE_FLOAT, None, True, False),
+               ("image", 4, F.TYPE_MESSAGE, ".tf.Image", True, False)], "value"),
+    ("Summary", [("value", 1, F.TYPE_MESSAGE, ".tf.Value", False, True)], None),
+    ("Event", [("wall_time", 1, F.TYPE_DOUBLE, None, False, False),
+               ("step", 2, F.TYPE_INT64, None, False, False),
+               ("file_version", 3, F.TYPE_STRING, None, True, False),
+               ("summary", 5, F.TYPE_MESSAGE, ".tf.Summary", True, False)], "what"),
+]
+for name, fields, oneof in LAYOUT:
+    message = proto.message_type.add(name=name)
+    if oneof:
+        message.oneof_decl.add(name=oneof)
+    for field, number, kind, type_name, in_oneof, repeated in fields:
+        f = message.field.add(name=field, number=number, type=kind,
+                              label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
+        if type_name:
+            f.type_name = type_name
+        if in_oneof:
+            f.oneof_index = 0
 pool = descriptor_pool.DescriptorPool()
 pool.Add(proto)
 Event = message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("tf.Event"))

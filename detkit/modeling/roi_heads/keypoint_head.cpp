@@ -191,7 +191,10 @@ LossDict forward_keypoint_branch(KeypointHead& keypoint_head, const ROIPooler& p
   for (const Instances& fg : select_foreground_proposals(instances, num_classes)) {
     selected.push_back(select_proposals_with_visible_keypoints(fg));
     boxes.push_back(selected.back().boxes("proposal_boxes"));
-    if (fg.size() > 0) kept += static_cast<double>(selected.back().size()), images += 1;
+    if (fg.size() > 0) {
+      kept += static_cast<double>(selected.back().size());
+      images += 1;
+    }
   }
   if (images > 0) put_event_scalar("keypoint_head/num_fg_samples", kept / images);
   return keypoint_head.forward(pooler(features, boxes), selected);
