@@ -110,7 +110,7 @@ def detkit_command(args, task, model, iters, window):
     if task == "data":  # full-image bitmasks, as the torchvision loader makes
         command += ["INPUT.MASK_FORMAT", "bitmask"]
     if args.amp and task != "data":
-        command += ["SOLVER.AMP.ENABLED", "True"]
+        command += ["SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", args.amp]
     return command
 
 
@@ -135,9 +135,10 @@ def main():
     parser.add_argument("--train", default="10:3:10", help="ITERS:A:B for training")
     parser.add_argument("--eval", default="40:8:40", help="ITERS:A:B for inference (images)")
     parser.add_argument("--data", default="100:20:100", help="ITERS:A:B for the loader (batches)")
-    parser.add_argument("--amp", action="store_true",
+    parser.add_argument("--amp", nargs="?", const="O1", choices=["O1", "O2"],
                         help="train and eval under bfloat16 autocast on both sides (detkit: "
-                             "SOLVER.AMP.ENABLED True; torchvision: torch.autocast)")
+                             "SOLVER.AMP.ENABLED True at this SOLVER.AMP.OPT_LEVEL, O1 when not "
+                             "given; torchvision: torch.autocast, fp32 weights)")
     args = parser.parse_args()
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
     if not os.access(args.detkit, os.X_OK):
@@ -191,7 +192,7 @@ def median(runs, key):
 def print_table(args, plan, results):
     print(f"{args.rounds} round(s), {args.threads} threads, {args.workers} loader workers, "
           "2 images per training batch, 512x384 images"
-          + (", bfloat16 autocast on both sides" if args.amp else ""))
+          + (f", bfloat16 autocast on both sides (detkit {args.amp})" if args.amp else ""))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
               f"{'RSS MB d|tv':>12} {'tree RSS|PSS d/tv':>18}  per-round ratios")

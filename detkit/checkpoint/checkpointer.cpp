@@ -161,15 +161,28 @@ Checkpointer::Checkpointer(std::shared_ptr<torch::nn::Module> model, std::string
 
 std::string Checkpointer::save(const std::string& name, const CheckpointState& state) {
   if (!save_to_disk_) return "";
-  if (state.count("model")) throw Error("checkpoint state must not hold a 'model' entry");
+  c10::Dict<std::string, at::Tensor> model;
+  for (const auto& [key, tensor] : state_dict(*model_)) model.insert(key, tensor);
+  if (auto replaced = state.find("model"); replaced != state.end()) {
+    if (!replaced->second.isGenericDict())
+      throw Error("checkpoint state's 'model' entry must be a dict of tensors by model name");
+    for (const auto& entry : replaced->second.toGenericDict()) {
+      const std::string key = entry.key().toStringRef();
+      auto it = model.find(key);
+      if (it == model.end() || !entry.value().isTensor() ||
+          !entry.value().toTensor().sizes().equals(it->value().sizes()))
+        throw Error("checkpoint state's 'model' entry replaces '" + key +
+                    "', which is not a model tensor of that shape");
+      model.insert_or_assign(key, entry.value().toTensor());
+    }
+  }
   std::error_code error;
   fs::create_directories(output_dir_, error);
   if (error) throw Error("cannot create '" + output_dir_ + "': " + error.message());
-  c10::Dict<std::string, at::Tensor> model;
-  for (const auto& [key, tensor] : state_dict(*model_)) model.insert(key, tensor);
   c10::impl::GenericDict checkpoint(c10::StringType::get(), c10::AnyType::get());
   checkpoint.insert("model", model);
-  for (const auto& [key, value] : state) checkpoint.insert(key, value);
+  for (const auto& [key, value] : state)
+    if (key != "model") checkpoint.insert(key, value);
   const std::string file = name + ".pth";
   const std::string path = (fs::path(output_dir_) / file).string();
   save_torch_file(path, checkpoint);

@@ -57,7 +57,10 @@ class Checkpointer {
                bool save_to_disk = true);
 
   /// Writes output_dir/<name>.pth = {"model": ..., **state} (temporary file, fsync, rename),
-  /// then last_checkpoint = "<name>.pth". Returns the path ("" when not saving to disk).
+  /// then last_checkpoint = "<name>.pth". Returns the path ("" when not saving to disk). A
+  /// "model" entry of `state` (a dict of tensors) replaces the model's tensors of those names
+  /// (mixed precision's fp32 masters of reduced-precision weights); a name that is not a model
+  /// tensor of that shape is a detkit::Error.
   std::string save(const std::string& name, const CheckpointState& state = {});
 
   bool has_checkpoint() const;

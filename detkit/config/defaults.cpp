@@ -236,7 +236,7 @@ void define_solver_and_test(CfgNode& c) {
   c.define("SOLVER.AMP.ENABLED", false);
   // detkit's own (detkit_only_keys): what SOLVER.AMP.ENABLED turns on (solver/amp.h).
   c.define("SOLVER.AMP.PRECISION", "bfloat16");  // bfloat16 | float16 (where the device has it)
-  c.define("SOLVER.AMP.OPT_LEVEL", "O1");        // O1: autocast, fp32 weights (Detectron2's)
+  c.define("SOLVER.AMP.OPT_LEVEL", "O1");  // O1: fp32 weights (Detectron2's); O2: fp32 masters
   c.define("SOLVER.AMP.LOSS_SCALE", "dynamic");  // dynamic (GradScaler) | a number (static)
 
   c.define("TEST.EXPECTED_RESULTS", empty_list());

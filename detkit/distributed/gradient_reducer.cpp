@@ -13,6 +13,13 @@ namespace {
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// What a gradient travels and is averaged in: Gloo has no bfloat16 ("Invalid scalar type"), and
+// a mean of reduced-precision values is better taken in fp32 anyway (O2's bf16 gradients).
+at::ScalarType wire_type(const at::Tensor& p) {
+  const at::ScalarType t = p.scalar_type();
+  return t == at::kBFloat16 || t == at::kHalf ? at::kFloat : t;
+}
 }  // namespace
 
 struct GradientReducer::Bucket {
@@ -40,14 +47,14 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, std::vector
 }
 
 void GradientReducer::build_buckets(const std::vector<size_t>& order) {
-  // Consecutive parameters of `order`, one dtype per bucket; the first bucket small (1 MiB, as
-  // DDP's) so that communication starts early in backward.
+  // Consecutive parameters of `order`, one wire dtype per bucket; the first bucket small (1 MiB,
+  // as DDP's) so that communication starts early in backward.
   buckets_.clear();
   size_t bytes = 0, cap = std::min<size_t>(bucket_bytes_, 1u << 20);
   for (size_t k : order) {
     const at::Tensor& p = parameters_[k];
     if (buckets_.empty() || bytes >= cap ||
-        parameters_[buckets_.back().members.front()].scalar_type() != p.scalar_type()) {
+        wire_type(parameters_[buckets_.back().members.front()]) != wire_type(p)) {
       if (!buckets_.empty()) cap = bucket_bytes_;
       buckets_.emplace_back();
       bytes = 0;
@@ -57,12 +64,13 @@ void GradientReducer::build_buckets(const std::vector<size_t>& order) {
                                                        parameters_[b.members.back()].numel();
     slot_[k] = {buckets_.size() - 1, static_cast<size_t>(offset)};
     b.members.push_back(k);
-    bytes += p.numel() * p.element_size();
+    bytes += p.numel() * c10::elementSize(wire_type(p));
   }
   for (Bucket& b : buckets_) {
     int64_t numel = 0;
     for (size_t k : b.members) numel += parameters_[k].numel();
-    b.buffer = at::zeros({numel}, parameters_[b.members.front()].options().requires_grad(false));
+    const at::Tensor& first = parameters_[b.members.front()];
+    b.buffer = at::zeros({numel}, first.options().dtype(wire_type(first)).requires_grad(false));
   }
 }
 

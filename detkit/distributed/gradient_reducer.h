@@ -5,6 +5,7 @@
 // soon as backward has computed it, and a bucket whose gradients are all in starts its
 // all-reduce while backward goes on. Buckets start in the same order on every rank. finish(),
 // after backward, starts what is left, waits, and writes the means back into the gradients.
+// Reduced-precision gradients (bfloat16, half) travel and are averaged in fp32.
 //
 //   GradientReducer reducer(model_parameters, names);
 //   reducer.prepare();           // before backward: hooks take gradients from here on

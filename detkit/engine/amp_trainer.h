@@ -10,11 +10,16 @@
 // A non-finite loss is not an overflow: sum_losses stops training on it, naming the terms.
 // Records "[metric]grad_scaler" (the scale this step's backward used, Detectron2's name) and
 // "amp/skipped_steps" (steps skipped so far in this run) in the event storage.
+// With fp32 master weights (O2, solver/master_weights.h) the model's trained weights are in the
+// reduced precision: the step moves their gradients to the masters before unscaling, steps the
+// masters, rounds them back into the model, and checkpoints hold the masters under the model's
+// names (so an O2 checkpoint is an fp32 one, and resumes exactly).
 #include <c10/core/ScalarType.h>
 
 #include "detkit/engine/trainer.h"
 #include "detkit/solver/amp.h"
 #include "detkit/solver/grad_scaler.h"
+#include "detkit/solver/master_weights.h"
 
 namespace detkit::engine {
 
@@ -22,11 +27,16 @@ class AMPTrainer : public Trainer {
  public:
   AMPTrainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer,
              BatchSource data, uint64_t seed, solver::GradScaler& scaler,
-             c10::ScalarType precision = c10::kBFloat16);
+             c10::ScalarType precision = c10::kBFloat16,
+             solver::OptLevel opt_level = solver::OptLevel::O1);
 
-  /// {"grad_scaler": the scaler's state, in PyTorch's GradScaler.state_dict() layout}.
+  /// {"grad_scaler": the scaler's state, in PyTorch's GradScaler.state_dict() layout}; with O2
+  /// also "model": the fp32 masters by name.
   std::map<std::string, c10::IValue> extra_state() const override;
+  std::vector<at::Tensor> trained_parameters() const override;
   solver::GradScaler& scaler() { return scaler_; }
+  /// O2's masters; null with O1.
+  const solver::MasterWeights* master_weights() const { return masters_.get(); }
 
  protected:
   structures::LossDict forward(const std::vector<structures::ModelInput>& batch) override;
@@ -36,10 +46,12 @@ class AMPTrainer : public Trainer {
  private:
   solver::GradScaler& scaler_;
   c10::ScalarType precision_;
+  std::unique_ptr<solver::MasterWeights> masters_;  // O2
 };
 
 /// The trainer SOLVER.AMP asks for: an AMPTrainer over `scaler` (which must outlive it) when
-/// amp.enabled, else a Trainer.
+/// amp.enabled, else a Trainer. With O2 the model's trained weights (but its normalisation
+/// layers') are cast to amp.precision here: load checkpoints before.
 std::unique_ptr<Trainer> build_trainer(const solver::AmpOptions& amp, solver::GradScaler* scaler,
                                        std::shared_ptr<modeling::MetaArch> model,
                                        solver::Optimizer& optimizer, BatchSource data,

@@ -64,12 +64,13 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
   reducer_.reset();
   if (distributed::get_world_size() > 1) {
     const auto by_tensor = solver::parameter_names(*model_);  // the names, for errors
+    const std::vector<at::Tensor> trained = trained_parameters();
     std::vector<std::string> names;
-    for (const at::Tensor& p : optimizer_.parameters()) {
+    for (const at::Tensor& p : trained) {
       auto it = by_tensor.find(p.unsafeGetTensorImpl());
       names.push_back(it == by_tensor.end() ? "(not in the model)" : it->second);
     }
-    reducer_ = std::make_unique<distributed::GradientReducer>(optimizer_.parameters(), names);
+    reducer_ = std::make_unique<distributed::GradientReducer>(trained, names);
   }
   model_->train();
   for (auto& h : hooks_) h->before_train(*this);

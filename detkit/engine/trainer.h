@@ -70,8 +70,12 @@ class Trainer {
   /// Steps the optimizer skipped so far in this train() (a loss scaler's overflow steps).
   int64_t skipped_steps() const { return skipped_steps_; }
   /// What a checkpoint holds of this trainer besides model, optimizer and schedule (a loss
-  /// scaler's "grad_scaler"); nothing here.
+  /// scaler's "grad_scaler"; a "model" entry, a dict of tensors, replaces the model's tensors of
+  /// those names: O2's fp32 masters); nothing here.
   virtual std::map<std::string, c10::IValue> extra_state() const { return {}; }
+  /// The model's tensors backward gives gradients to, parallel to optimizer().parameters(): the
+  /// same tensors here; O2's reduced-precision weights where the optimizer holds their masters.
+  virtual std::vector<at::Tensor> trained_parameters() const { return optimizer_.parameters(); }
   /// With several ranks, the last step's gradient communication: its length, and the part of it
   /// backward did not hide; zeros in one process.
   distributed::ReductionTiming last_gradient_reduction() const {

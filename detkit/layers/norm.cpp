@@ -2,6 +2,7 @@
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/container/any.h>
 
 #include "detkit/layers/frozen_batch_norm.h"
 #include "detkit/layers/sync_batch_norm.h"
@@ -26,6 +27,21 @@ torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
   }
   throw Error("unknown norm '" + name +
               "'; known: '' (none), BN, SyncBN, naiveSyncBN, naiveSyncBN_N, FrozenBN, GN");
+}
+
+std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch::nn::Module& model) {
+  std::unordered_set<const c10::TensorImpl*> found;
+  std::vector<const torch::nn::Module*> all = {&model};  // (modules(true) needs a shared_ptr)
+  for (const auto& module : model.modules(/*include_self=*/false)) all.push_back(module.get());
+  for (const torch::nn::Module* m : all) {
+    const bool is_norm = dynamic_cast<const torch::nn::BatchNorm2dImpl*>(m) ||
+                         dynamic_cast<const NaiveSyncBatchNorm2dImpl*>(m) ||
+                         dynamic_cast<const torch::nn::GroupNormImpl*>(m) ||
+                         dynamic_cast<const torch::nn::LayerNormImpl*>(m);
+    if (!is_norm) continue;
+    for (const at::Tensor& p : m->parameters(/*recurse=*/false)) found.insert(p.unsafeGetTensorImpl());
+  }
+  return found;
 }
 
 }  // namespace detkit::layers

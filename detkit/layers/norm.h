@@ -2,13 +2,20 @@
 // Normalisation layers by their config name (MODEL.RESNETS.NORM, MODEL.FPN.NORM, ...):
 // "" (none), "BN", "SyncBN" / "naiveSyncBN" / "naiveSyncBN_N" (statistics of the global batch
 // over all ranks, see sync_batch_norm.h; plain BN in one process), "FrozenBN", "GN" (32 groups).
+#include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 
 #include <string>
+#include <unordered_set>
 
 namespace detkit::layers {
 
 /// An empty AnyModule for "", otherwise the norm layer for `channels` channels.
 torch::nn::AnyModule make_norm(const std::string& name, int64_t channels);
+
+/// The parameters (affine weight and bias) of every normalisation layer in `model`: BatchNorm,
+/// NaiveSyncBatchNorm, GroupNorm, LayerNorm (FrozenBatchNorm2d has buffers only). What mixed
+/// precision keeps in fp32.
+std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch::nn::Module& model);
 
 }  // namespace detkit::layers

@@ -41,11 +41,8 @@ AmpOptions amp_options_from_config(const config::CfgNode& cfg) {
                                 cfg.get_string("MODEL.DEVICE"));
   const std::string level = cfg.get_string("SOLVER.AMP.OPT_LEVEL");
   if (level == "O2")
-    throw Error(
-        "SOLVER.AMP.OPT_LEVEL is 'O2' (reduced-precision weights with fp32 master copies), which "
-        "detkit does not implement yet: use O1 (autocast with fp32 weights, Detectron2's "
-        "AMPTrainer)");
-  if (level != "O1")
+    o.opt_level = OptLevel::O2;
+  else if (level != "O1")
     throw Error("SOLVER.AMP.OPT_LEVEL must be 'O1' or 'O2', got '" + level + "'");
   o.loss_scale = parse_loss_scale(cfg.get_string("SOLVER.AMP.LOSS_SCALE"));
   return o;

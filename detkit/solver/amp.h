@@ -1,7 +1,8 @@
 #pragma once
 // Mixed precision as SOLVER.AMP.* asks for it (Detectron2's ENABLED, plus detkit's PRECISION,
-// OPT_LEVEL and LOSS_SCALE): the forward pass and the losses under autocast in `precision`, fp32
-// weights and optimizer (O1: Detectron2's AMPTrainer), and the loss scaled by a GradScaler.
+// OPT_LEVEL and LOSS_SCALE): the forward pass and the losses under autocast in `precision`, the
+// loss scaled by a GradScaler, and either fp32 weights (O1: Detectron2's AMPTrainer) or weights in
+// `precision` updated through fp32 master copies (O2: the seed port's; solver/master_weights.h).
 #include <c10/core/ScalarType.h>
 
 #include <optional>
@@ -11,8 +12,11 @@
 
 namespace detkit::solver {
 
+enum class OptLevel { O1, O2 };
+
 struct AmpOptions {
   bool enabled = false;
+  OptLevel opt_level = OptLevel::O1;
   c10::ScalarType precision = c10::kBFloat16;
   GradScalerOptions loss_scale;  // dynamic, or static at init_scale
 };
@@ -20,8 +24,9 @@ struct AmpOptions {
 /// Reads SOLVER.AMP.*, checking every key whether or not ENABLED is set:
 ///   PRECISION  bfloat16 (default) | float16 (refused where the device has no float16 autocast,
 ///              as on CPU: named with the key)
-///   OPT_LEVEL  O1 (default): autocast with fp32 weights. O2 (reduced-precision weights with fp32
-///              master copies) is refused with the key named: not implemented yet.
+///   OPT_LEVEL  O1 (default): autocast with fp32 weights. O2: autocast with the trained weights in
+///              PRECISION except those of normalisation layers, and fp32 master copies of them
+///              in the optimizer.
 ///   LOSS_SCALE dynamic (default: PyTorch's GradScaler, 2^16, x2 after 2000 clean steps, x0.5 on
 ///              overflow) | a positive number (static, e.g. 64).
 /// Anything else is a detkit::Error naming the key, its value and what it may be.

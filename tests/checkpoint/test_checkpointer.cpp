@@ -66,6 +66,38 @@ TEST(Checkpointer, SaveWritesModelStateAndLastCheckpoint) {
   EXPECT_FALSE(fs::exists(tmp.path("rank1")));
 }
 
+TEST(Checkpointer, AModelEntryInTheStateReplacesThoseModelTensors) {
+  // Mixed precision's O2: the file holds the fp32 masters in place of the bf16 weights.
+  testing::TempDir tmp("ckpt_masters");
+  auto net = tiny_net(1);
+  const TensorDict own = state_dict(*net);
+  const at::Tensor master = at::full({2, 3}, 0.125f);
+  c10::Dict<std::string, at::Tensor> masters;
+  masters.insert("0.weight", master);
+  CheckpointState state = trainer_state(3);
+  state["model"] = masters;
+  Checkpointer checkpointer(net, tmp.path("out"));
+  const auto saved = model_weights_from(load_torch_file(checkpointer.save("m", state)), "m");
+  EXPECT_TRUE(saved.at("0.weight").equal(master));
+  EXPECT_TRUE(saved.at("0.bias").equal(own.at("0.bias")));
+  EXPECT_EQ(saved.size(), own.size());
+  for (const auto& [name, shape] : {std::pair{"0.nothing", std::vector<int64_t>{2, 3}},
+                                    {"0.weight", std::vector<int64_t>{3, 2}}}) {
+    c10::Dict<std::string, at::Tensor> wrong;
+    wrong.insert(name, at::zeros(shape));
+    state["model"] = wrong;
+    try {
+      checkpointer.save("bad", state);
+      ADD_FAILURE() << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("replaces '" + std::string(name) +
+                                           "', which is not a model tensor of that shape"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Checkpointer, ResumeLoadsModelAndReturnsTrainerState) {
   testing::TempDir tmp("ckpt_resume");
   auto trained = tiny_net(1);

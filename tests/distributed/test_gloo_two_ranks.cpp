@@ -129,6 +129,13 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
   average_gradients(params, {"a", "b"});
   EXPECT_TRUE(params[0].grad().equal(at::full({2}, 2.0f)));
   EXPECT_TRUE(params[1].grad().equal(at::full({3}, -2.0f)));
+  {  // bfloat16 gradients (O2's) travel and are averaged in fp32 (Gloo has no bfloat16).
+    std::vector<at::Tensor> low = {at::zeros({4}, at::kBFloat16).requires_grad_()};
+    low[0].mutable_grad() = at::full({4}, rank == 0 ? 1.0f : 2.0f).to(at::kBFloat16);
+    average_gradients(low, {"bf16"});
+    EXPECT_EQ(low[0].grad().scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(low[0].grad().equal(at::full({4}, 1.5f, at::kBFloat16))) << low[0].grad();
+  }
   // A parameter without a gradient on rank 1: both ranks stop, naming it and the rank.
   if (rank == 1) params[1].mutable_grad() = at::Tensor();
   try {

@@ -36,6 +36,7 @@ class OverflowToy : public modeling::MetaArch {
     return {};
   }
   float bias() const { return fc_->bias.item<float>(); }
+  const at::Tensor& bias_tensor() const { return fc_->bias; }
 
  private:
   torch::nn::Linear fc_;
@@ -47,10 +48,11 @@ struct AmpSetup {
   solver::GradScaler scaler;
   AMPTrainer trainer;
 
-  explicit AmpSetup(const std::vector<std::string>& overrides)
+  explicit AmpSetup(const std::vector<std::string>& overrides,
+                    solver::OptLevel level = solver::OptLevel::O1)
       : optimizer(build(overrides, *model)),
         trainer(model, *optimizer, [] { return std::vector<structures::ModelInput>(1); }, 1,
-                scaler) {}
+                scaler, c10::kBFloat16, level) {}
 
   static std::unique_ptr<solver::SGD> build(const std::vector<std::string>& overrides,
                                             OverflowToy& model) {
@@ -135,6 +137,43 @@ TEST(AMPTrainer, ItsCheckpointStateIsTheScalersInPyTorchsLayout) {
   EXPECT_EQ(d.at(std::string("scale")).toDouble(), 65536.0);
   EXPECT_EQ(d.at(std::string("_growth_tracker")).toInt(), 2);
   EXPECT_TRUE(Trainer(s.model, *s.optimizer, {}, 1).extra_state().empty());
+}
+
+// O2: the model's weights in bfloat16, the optimizer's fp32 masters; a step updates the master
+// exactly (0.1f - 1) and rounds it into the model; checkpoints hold the masters.
+TEST(AMPTrainer, O2StepsFp32MastersAndKeepsTheModelInBfloat16) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0"}, solver::OptLevel::O2);
+  ASSERT_NE(s.trainer.master_weights(), nullptr);
+  EXPECT_EQ(s.model->bias_tensor().scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(s.trainer.trained_parameters()[1].is_same(s.model->bias_tensor()));
+  s.trainer.train(0, 1);
+  EXPECT_EQ(s.model->seen, c10::kBFloat16);
+  const at::Tensor master = s.trainer.master_weights()->masters_by_name().at("fc.bias");
+  EXPECT_EQ(master.scalar_type(), at::kFloat);
+  EXPECT_EQ(master.item<float>(), 0.1f - 1.0f);
+  EXPECT_EQ(s.model->bias(), at::full({1}, 0.1f - 1.0f).to(at::kBFloat16).item<float>());
+  EXPECT_NE(s.model->bias(), master.item<float>());  // bf16's rounding: why masters are kept
+  // The spent gradients are dropped: neither the model nor the masters hold any.
+  EXPECT_FALSE(s.model->bias_tensor().grad().defined());
+  EXPECT_FALSE(master.grad().defined());
+  const auto state = s.trainer.extra_state();
+  ASSERT_EQ(state.count("model"), 1u);
+  const auto weights = state.at("model").toGenericDict();
+  EXPECT_EQ(weights.size(), 2u);
+  EXPECT_TRUE(weights.at(std::string("fc.bias")).toTensor().equal(master));
+}
+
+TEST(AMPTrainer, O2OverflowTouchesNeitherMastersNorModel) {
+  AmpSetup s({"SOLVER.MOMENTUM", "0.9"}, solver::OptLevel::O2);
+  s.trainer.train(0, 1);
+  const at::Tensor master = s.trainer.master_weights()->masters_by_name().at("fc.bias").clone();
+  const at::Tensor model = s.model->bias_tensor().clone();
+  s.model->gradient = 1e34;  // finite in bf16 too; x 65536 in backward is past its range
+  s.trainer.train(1, 2);
+  EXPECT_EQ(s.trainer.skipped_steps(), 1);
+  EXPECT_TRUE(s.trainer.master_weights()->masters_by_name().at("fc.bias").equal(master));
+  EXPECT_TRUE(s.model->bias_tensor().equal(model));
+  EXPECT_EQ(s.scaler.scale(), 32768.0);
 }
 
 TEST(AMPTrainer, BuildTrainerFollowsSolverAmpEnabled) {

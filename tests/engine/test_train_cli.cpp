@@ -353,6 +353,43 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   EXPECT_NE(read_file(s.dir.path("child.log")).find("has no grad_scaler"), std::string::npos);
 }
 
+TEST(TrainCli, MixedPrecisionO2SavesFp32MastersAndResumesExactly) {
+  TinySetup s;
+  const std::string straight = s.dir.path("o2"), resumed = s.dir.path("o2_resumed");
+  const std::vector<std::string> o2 = {"SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", "O2"};
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}, o2))), 0)
+      << read_file(s.dir.path("child.log"));
+  // The checkpoints hold fp32 weights, and the trained ones (those that changed after
+  // iteration 2) are the masters, not the model's bfloat16 tensors widened: they hold values
+  // bfloat16 cannot.
+  const auto at_2 = model_of(straight + "/model_0000002.pth");
+  size_t trained = 0, masters = 0;
+  for (const auto& [name, t] : model_of(straight + "/model_final.pth")) {
+    EXPECT_EQ(t.scalar_type(), at::kFloat) << name;
+    if (t.equal(at_2.at(name))) continue;
+    ++trained;
+    masters += !t.to(at::kBFloat16).to(at::kFloat).equal(t);
+  }
+  std::cout << "[ o2 ] trained tensors " << trained << ", holding values bfloat16 cannot " << masters
+            << "\n";
+  EXPECT_GT(trained, 10u);
+  EXPECT_EQ(masters, trained);
+
+  fs::create_directories(resumed);
+  fs::copy_file(straight + "/model_0000002.pth", resumed + "/model_0000002.pth");
+  atomic_write(resumed + "/last_checkpoint", "model_0000002.pth");
+  ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}, o2))), 0)
+      << read_file(s.dir.path("child.log"));
+  expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
+
+  // An O2 checkpoint is an fp32 one: it evaluates without SOLVER.AMP.
+  ASSERT_EQ(wait_exit(start_train(s, {"--eval-only", "MODEL.WEIGHTS", straight + "/model_final.pth",
+                                      "OUTPUT_DIR", s.dir.path("o2_eval"), "DATASETS.TEST",
+                                      "('shapes_val',)"})),
+            0)
+      << read_file(s.dir.path("child.log"));
+}
+
 TEST(TrainCli, ValidationLossIsRecordedAndChangesNothingOfTraining) {
   TinySetup s;
   const std::string plain = s.dir.path("plain"), validated = s.dir.path("validated");

@@ -76,4 +76,15 @@ TEST(Norm, ByConfigName) {
   }
 }
 
+TEST(Norm, NormalizationParametersAreEveryTrainedNormsWeightAndBias) {
+  // Conv2d with each norm by name: the norm's affine parameters are found, the conv's are not,
+  // and FrozenBN (buffers only) has none.
+  for (const std::string name : {"BN", "SyncBN", "naiveSyncBN_N", "GN", "FrozenBN", ""}) {
+    Conv2d conv(Conv2dOptions(32, 32, 3).bias(false).norm(name));
+    const auto found = normalization_parameters(*conv);
+    EXPECT_EQ(found.size(), name == "FrozenBN" || name.empty() ? 0u : 2u) << name;
+    EXPECT_EQ(found.count(conv->weight().unsafeGetTensorImpl()), 0u) << name;
+  }
+}
+
 }  // namespace detkit::layers
