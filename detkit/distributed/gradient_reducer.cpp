@@ -99,6 +99,17 @@ std::string GradientReducer::name(size_t k) const {
 
 void GradientReducer::prepare() {
   if (get_world_size() == 1) return;
+  // Gradients left as views of a bucket by the last finish(): dropped, so that a backward that
+  // accumulates does not add into the slot its hook is about to fill.
+  for (at::Tensor& p : parameters_) {
+    const at::Tensor& grad = p.grad();
+    if (!grad.defined()) continue;
+    for (const Bucket& b : buckets_)
+      if (grad.is_alias_of(b.buffer)) {
+        p.mutable_grad().reset();
+        break;
+      }
+  }
   for (Bucket& b : buckets_) {
     b.waiting_for = b.members.size();
     b.pending.reset();
@@ -179,9 +190,16 @@ void GradientReducer::finish() {
   }
   for (size_t k = 0; k < parameters_.size(); ++k) {
     const auto [bucket, offset] = slot_[k];
-    const at::Tensor mean = buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset),
-                                                           parameters_[k].numel());
-    parameters_[k].mutable_grad().copy_(mean.view(parameters_[k].sizes()));
+    const at::Tensor mean =
+        buckets_[bucket].buffer.narrow(0, static_cast<int64_t>(offset), parameters_[k].numel())
+            .view(parameters_[k].sizes());
+    at::Tensor& grad = parameters_[k].mutable_grad();
+    // DDP's gradient_as_bucket_view: the gradient becomes the bucket's slice, no copy back
+    // (a copy, converting, where the bucket travels in another dtype).
+    if (mean.scalar_type() == grad.scalar_type())
+      grad = mean;
+    else
+      grad.copy_(mean);
   }
   if (!rebuilt_ && !hook_ids_.empty()) rebuild_in_arrival_order();
 }

@@ -5,7 +5,9 @@
 // soon as backward has computed it, and a bucket whose gradients are all in starts its
 // all-reduce while backward goes on. Buckets start in the same order on every rank. finish(),
 // after backward, starts what is left, waits, and writes the means back into the gradients.
-// Reduced-precision gradients (bfloat16, half) travel and are averaged in fp32.
+// Reduced-precision gradients (bfloat16, half) travel and are averaged in fp32. After finish()
+// each gradient is a view of its bucket (DDP's gradient_as_bucket_view: no copy back), until
+// the next prepare() drops it.
 //
 //   GradientReducer reducer(model_parameters, names);
 //   reducer.prepare();           // before backward: hooks take gradients from here on

@@ -91,6 +91,14 @@ TEST(GradientReducer, WithoutHooksReadsTheGradientsAfterBackward) {
   EXPECT_EQ(rank.collectives(), 0) << "started during backward without hooks";
   reducer.finish();
   EXPECT_TRUE(m.b.grad().allclose(reference.b.grad()));
+  // The means are views of the one bucket (no copy back)...
+  EXPECT_TRUE(m.a.grad().is_alias_of(m.b.grad()));
+  // ...dropped by the next prepare(): a backward that accumulates starts from nothing, not from
+  // the slot it is about to fill.
+  reducer.prepare();
+  m.loss().backward();
+  reducer.finish();
+  EXPECT_TRUE(m.b.grad().allclose(reference.b.grad())) << m.b.grad() << reference.b.grad();
 }
 
 TEST(GradientReducer, NothingInAWorldOfOne) {

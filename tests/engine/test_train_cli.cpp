@@ -353,12 +353,21 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   EXPECT_NE(read_file(s.dir.path("child.log")).find("has no grad_scaler"), std::string::npos);
 }
 
-TEST(TrainCli, MixedPrecisionO2SavesFp32MastersAndResumesExactly) {
+TEST(TrainCli, MixedPrecisionO2WithAStaticScaleSavesFp32MastersAndResumesExactly) {
   TinySetup s;
   const std::string straight = s.dir.path("o2"), resumed = s.dir.path("o2_resumed");
-  const std::vector<std::string> o2 = {"SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", "O2"};
+  // With the seed port's static loss scale (O1's run above has the dynamic one).
+  const std::vector<std::string> o2 = {"SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", "O2",
+                                       "SOLVER.AMP.LOSS_SCALE", "64"};
   ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}, o2))), 0)
       << read_file(s.dir.path("child.log"));
+  EXPECT_EQ(checkpoint::load_torch_file(straight + "/model_final.pth")
+                .toGenericDict()
+                .at("grad_scaler")
+                .toGenericDict()
+                .at(std::string("scale"))
+                .toDouble(),
+            64.0);
   // The checkpoints hold fp32 weights, and the trained ones (those that changed after
   // iteration 2) are the masters, not the model's bfloat16 tensors widened: they hold values
   // bfloat16 cannot.
