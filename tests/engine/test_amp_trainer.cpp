@@ -6,9 +6,13 @@
 #include <torch/nn/modules/linear.h>
 
 #include "detkit/config/defaults.h"
+#include "detkit/data/loader.h"
 #include "detkit/engine/amp_trainer.h"
+#include "detkit/layers/norm.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/build.h"
 #include "detkit/solver/sgd.h"
+#include "tests/support/tiny_shapes.h"
 
 namespace detkit::engine {
 namespace {
@@ -174,6 +178,39 @@ TEST(AMPTrainer, O2OverflowTouchesNeitherMastersNorModel) {
   EXPECT_TRUE(s.trainer.master_weights()->masters_by_name().at("fc.bias").equal(master));
   EXPECT_TRUE(s.model->bias_tensor().equal(model));
   EXPECT_EQ(s.scaler.scale(), 32768.0);
+}
+
+// The tiny Mask R-CNN with each NORM trains two steps at O1 and at O2 with finite losses; at O2
+// every trained weight is bfloat16 but the normalisation layers' (fp32).
+TEST(AMPTrainer, EveryNormTrainsAtO1AndO2) {
+  testing::TinySetup setup("amp_norms");
+  const config::CfgNode tiny = testing::tiny_config(setup, "amp_norms");  // registers it once
+  for (const std::string norm : {"GN", "BN", "SyncBN", "FrozenBN", ""}) {
+    for (const auto level : {solver::OptLevel::O1, solver::OptLevel::O2}) {
+      const std::string what = "NORM '" + norm + (level == solver::OptLevel::O2 ? "' O2" : "' O1");
+      config::CfgNode cfg = tiny;
+      cfg.merge_from_list({"MODEL.RESNETS.NORM", norm, "MODEL.FPN.NORM", norm});
+      auto model = modeling::build_model(cfg);
+      auto optimizer = solver::build_optimizer(cfg, *model);
+      auto loader = data::build_detection_train_loader(cfg, 0, 1, 1);
+      solver::GradScaler scaler;
+      AMPTrainer trainer(model, *optimizer, [&] { return loader->next_batch(); }, 1, scaler,
+                         c10::kBFloat16, level);
+      trainer.train(0, 2);
+      EXPECT_TRUE(std::isfinite(trainer.storage().latest("total_loss").first)) << what;
+      const auto keep = layers::normalization_parameters(*model);
+      size_t reduced = 0;
+      for (const auto& p : model->named_parameters()) {
+        const bool is_norm = keep.count(p.value().unsafeGetTensorImpl()) > 0;
+        const auto want = level == solver::OptLevel::O2 && !is_norm && p.value().requires_grad()
+                              ? at::kBFloat16
+                              : at::kFloat;
+        EXPECT_EQ(p.value().scalar_type(), want) << what << " " << p.key();
+        reduced += want == at::kBFloat16;
+      }
+      if (level == solver::OptLevel::O2) EXPECT_GT(reduced, 20u) << what;
+    }
+  }
 }
 
 TEST(AMPTrainer, BuildTrainerFollowsSolverAmpEnabled) {

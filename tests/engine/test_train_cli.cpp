@@ -359,8 +359,13 @@ TEST(TrainCli, MixedPrecisionO2WithAStaticScaleSavesFp32MastersAndResumesExactly
   // With the seed port's static loss scale (O1's run above has the dynamic one).
   const std::vector<std::string> o2 = {"SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", "O2",
                                        "SOLVER.AMP.LOSS_SCALE", "64"};
-  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight}, o2))), 0)
+  // Its final evaluation runs on the model as trained: bfloat16 weights, under autocast.
+  ASSERT_EQ(wait_exit(start_train(s, with({"OUTPUT_DIR", straight, "DATASETS.TEST",
+                                           "('shapes_val',)"},
+                                          o2))),
+            0)
       << read_file(s.dir.path("child.log"));
+  EXPECT_NE(read_file(straight + "/metrics.json").find("segm/AP"), std::string::npos);
   EXPECT_EQ(checkpoint::load_torch_file(straight + "/model_final.pth")
                 .toGenericDict()
                 .at("grad_scaler")
