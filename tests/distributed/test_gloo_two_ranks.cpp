@@ -25,6 +25,7 @@
 #include "detkit/config/defaults.h"
 #include "detkit/distributed/gloo_communicator.h"
 #include "detkit/distributed/launch_environment.h"
+#include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/layers/sync_batch_norm.h"
 #include "detkit/solver/build.h"
@@ -205,6 +206,37 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
   std::cout << "[ gloo ] rank " << rank << ": max |weight difference| to one process " << diff
             << "\n";
   EXPECT_LT(diff, 1e-6);
+
+  {  // Mixed precision: a gradient that overflows on rank 1 alone skips the step on both ranks
+     // (the averaged gradients are inf on both), and both halve the scale.
+    auto amp_model = std::make_shared<Toy>();
+    std::vector<at::Tensor> start;
+    for (const auto& p : amp_model->parameters()) start.push_back(p);
+    broadcast_from_main(start);
+    auto optimizer = solver::build_optimizer(config::get_cfg(), *amp_model);
+    solver::GradScaler scaler;
+    int64_t iter = 0;
+    engine::AMPTrainer trainer(
+        amp_model, *optimizer,
+        [&] {
+          structures::ModelInput input = sample(rank, iter, 0);
+          // A finite loss (~1e34) whose gradient, times the scale 65536, is past float's range.
+          if (rank == 1 && iter == 1) input.image.fill_(1e17f);
+          ++iter;
+          return std::vector{input};
+        },
+        1, scaler);
+    trainer.train(0, 1);
+    const at::Tensor trained = amp_model->named_parameters()["fc.weight"].detach().clone();
+    trainer.train(1, 2);
+    std::cout << "[ gloo ] rank " << rank << ": AMP skipped " << trainer.skipped_steps()
+              << " step(s), scale " << scaler.scale() << "\n";
+    EXPECT_EQ(trainer.skipped_steps(), 1);
+    EXPECT_EQ(scaler.scale(), 32768.0);
+    EXPECT_TRUE(amp_model->named_parameters()["fc.weight"].equal(trained));
+    const auto both = communicator().all_gather(trained);
+    EXPECT_TRUE(both[0].equal(both[1]));
+  }
 
   // A NaN loss on rank 1 at iteration 1 stops both ranks there, with the same message.
   config::CfgNode cfg = config::get_cfg();
