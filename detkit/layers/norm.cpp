@@ -2,7 +2,6 @@
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/normalization.h>
-#include <torch/nn/modules/container/any.h>
 
 #include "detkit/layers/frozen_batch_norm.h"
 #include "detkit/layers/sync_batch_norm.h"

@@ -28,7 +28,8 @@ namespace detkit::solver {
 class MasterWeights {
  public:
   /// Casts every fp32 parameter of `optimizer` not in `keep_fp32` to `dtype` and gives the
-  /// optimizer an fp32 master copy (equal to the weight before the cast) in its place.
+  /// optimizer an fp32 master copy (equal to the weight before the cast) in its place. Once per
+  /// optimizer: a second MasterWeights over it would take the masters for model weights.
   MasterWeights(Optimizer& optimizer, const std::unordered_set<const c10::TensorImpl*>& keep_fp32,
                 c10::ScalarType dtype);
   MasterWeights(const MasterWeights&) = delete;

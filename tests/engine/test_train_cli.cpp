@@ -104,6 +104,14 @@ void expect_same_models(const std::string& a_file, const std::string& b_file) {
   std::cout << "[ resume ] " << a.size() << " tensors compared, " << differing << " differ\n";
 }
 
+// Makes `dir` an OUTPUT_DIR whose last_checkpoint is a copy of `from_dir`/`file`: what --resume
+// there continues from.
+void resume_from(const std::string& from_dir, const std::string& file, const std::string& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(from_dir + "/" + file, dir + "/" + file);
+  atomic_write(dir + "/last_checkpoint", file);
+}
+
 }  // namespace
 
 TEST(TrainCli, ResumeAfterKillGivesIdenticalWeights) {
@@ -322,9 +330,7 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   EXPECT_TRUE(evaluated) << "no evaluation in " << straight << "/metrics.json";
 
   // Resume from the iteration-2 checkpoint: the same final weights as the uninterrupted run.
-  fs::create_directories(resumed);
-  fs::copy_file(straight + "/model_0000002.pth", resumed + "/model_0000002.pth");
-  atomic_write(resumed + "/last_checkpoint", "model_0000002.pth");
+  resume_from(straight, "model_0000002.pth", resumed);
   ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}, amp))), 0)
       << read_file(s.dir.path("child.log"));
   expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
@@ -333,18 +339,14 @@ TEST(TrainCli, MixedPrecisionSavesItsScalerAndResumesExactly) {
   // The same checkpoint resumed without AMP continues in fp32 (the scaler entry is not needed),
   // and an fp32 checkpoint resumed with AMP starts a fresh scale, saying so.
   const std::string fp32 = s.dir.path("amp_to_fp32");
-  fs::create_directories(fp32);
-  fs::copy_file(straight + "/model_0000002.pth", fp32 + "/model_0000002.pth");
-  atomic_write(fp32 + "/last_checkpoint", "model_0000002.pth");
+  resume_from(straight, "model_0000002.pth", fp32);
   ASSERT_EQ(wait_exit(start_train(s, {"--resume", "OUTPUT_DIR", fp32})), 0)
       << read_file(s.dir.path("child.log"));
   EXPECT_FALSE(checkpoint::load_torch_file(fp32 + "/model_final.pth")
                    .toGenericDict()
                    .contains(std::string("grad_scaler")));
   const std::string again = s.dir.path("fp32_to_amp");
-  fs::create_directories(again);
-  fs::copy_file(fp32 + "/model_0000005.pth", again + "/model_0000005.pth");
-  atomic_write(again + "/last_checkpoint", "model_0000005.pth");
+  resume_from(fp32, "model_0000005.pth", again);
   ASSERT_EQ(
       wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", again, "SOLVER.MAX_ITER", "8"}, amp))),
       0)
@@ -389,9 +391,7 @@ TEST(TrainCli, MixedPrecisionO2WithAStaticScaleSavesFp32MastersAndResumesExactly
   EXPECT_GT(trained, 10u);
   EXPECT_EQ(masters, trained);
 
-  fs::create_directories(resumed);
-  fs::copy_file(straight + "/model_0000002.pth", resumed + "/model_0000002.pth");
-  atomic_write(resumed + "/last_checkpoint", "model_0000002.pth");
+  resume_from(straight, "model_0000002.pth", resumed);
   ASSERT_EQ(wait_exit(start_train(s, with({"--resume", "OUTPUT_DIR", resumed}, o2))), 0)
       << read_file(s.dir.path("child.log"));
   expect_same_models(straight + "/model_final.pth", resumed + "/model_final.pth");
