@@ -96,7 +96,7 @@ def run_json(command, env, label):
     memory.done.set()
     memory.join()
     if process.returncode != 0:
-        sys.exit(f"{label} failed (exit {process.returncode}):\n{stderr[-3000:]}")
+        raise RuntimeError(f"{label} failed (exit {process.returncode}):\n{stderr[-3000:]}")
     result = json.loads(stdout.strip().splitlines()[-1])
     result["tree_peak_rss_mb"] = memory.rss_kb / 1024
     result["tree_peak_pss_mb"] = memory.pss_kb / 1024
@@ -111,6 +111,8 @@ def detkit_command(args, task, model, iters, window):
         command += ["INPUT.MASK_FORMAT", "bitmask"]
     if args.amp and task != "data":
         command += ["SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", args.amp]
+    if task == "train":
+        command += ["SOLVER.WARMUP_ITERS", str(args.warmup_iters)]
     return command
 
 
@@ -118,7 +120,16 @@ def peer_command(args, task, model, iters, window):
     return [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
             "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
             "--iters", str(iters), "--window", window, "--threads", str(args.threads),
-            "--workers", str(args.workers)] + (["--amp"] if args.amp and task != "data" else [])
+            "--workers", str(args.workers)] + (["--amp"] if args.amp and task != "data" else []) \
+        + (["--warmup-iters", str(args.warmup_iters)] if task == "train" else [])
+
+
+def save_raw(args, results):
+    raw = os.path.join(args.work_dir, "results.json")
+    with open(raw, "w") as f:
+        json.dump([{"task": t, "model": m, "side": s, "runs": v}
+                   for (t, m, s), v in results.items()], f)
+    return raw
 
 
 def main():
@@ -139,6 +150,9 @@ def main():
                         help="train and eval under bfloat16 autocast on both sides (detkit: "
                              "SOLVER.AMP.ENABLED True at this SOLVER.AMP.OPT_LEVEL, O1 when not "
                              "given; torchvision: torch.autocast, fp32 weights)")
+    parser.add_argument("--warmup-iters", type=int, default=0,
+                        help="training on both sides: Detectron2's linear warm-up over these "
+                             "iterations (what a long window from random weights needs)")
     args = parser.parse_args()
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
     if not os.access(args.detkit, os.X_OK):
@@ -174,13 +188,17 @@ def main():
             if r % 2 == 1:
                 sides.reverse()
             for side, command in sides:
-                result = run_json(command, env, f"{side} {task} {model}")
+                try:
+                    result = run_json(command, env, f"{side} {task} {model}")
+                except RuntimeError as failure:  # keep what the other runs measured
+                    save_raw(args, results)
+                    for (t, m, s), runs in results.items():
+                        print(f"{t} {m} {s}: " + ", ".join(
+                            f"{run['images_per_second']:.3f} img/s" for run in runs))
+                    sys.exit(str(failure))
                 results.setdefault((task, model, side), []).append(result)
 
-    raw = os.path.join(args.work_dir, "results.json")
-    with open(raw, "w") as f:
-        json.dump([{"task": t, "model": m, "side": s, "runs": v}
-                   for (t, m, s), v in results.items()], f)
+    raw = save_raw(args, results)
     print_table(args, plan, results)
     print(f"raw results: {raw}")
 

@@ -160,6 +160,13 @@ def run_train(args, times, data_times):
         start = time.perf_counter()
         images, targets = next(batches)
         fetched = time.perf_counter()
+        if i < args.warmup_iters:  # Detectron2's linear warm-up from 0.001 x the LR
+            alpha = i / args.warmup_iters
+            for group in optimizer.param_groups:
+                group["lr"] = args.lr * (0.001 * (1 - alpha) + alpha)
+        elif i == args.warmup_iters:
+            for group in optimizer.param_groups:
+                group["lr"] = args.lr
         with autocast(args):
             losses = model(list(images), list(targets))
         total = sum(losses.values())
@@ -250,6 +257,8 @@ def main():
     parser.add_argument("--min-size", type=int, default=384)
     parser.add_argument("--max-size", type=int, default=512)
     parser.add_argument("--lr", type=float, default=0.002)
+    parser.add_argument("--warmup-iters", type=int, default=0,
+                        help="train: Detectron2's linear warm-up (factor 0.001) over these iterations")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", help="train, eval: write a Chrome trace of the window's iterations")
     parser.add_argument("--amp", action="store_true",
