@@ -111,7 +111,7 @@ def detkit_command(args, task, model, iters, window):
         command += ["INPUT.MASK_FORMAT", "bitmask"]
     if args.amp and task != "data":
         command += ["SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", args.amp]
-    if task == "train":
+    if task == "train" and args.warmup_iters:
         command += ["SOLVER.WARMUP_ITERS", str(args.warmup_iters)]
     return command
 
@@ -121,7 +121,7 @@ def peer_command(args, task, model, iters, window):
             "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
             "--iters", str(iters), "--window", window, "--threads", str(args.threads),
             "--workers", str(args.workers)] + (["--amp"] if args.amp and task != "data" else []) \
-        + (["--warmup-iters", str(args.warmup_iters)] if task == "train" else [])
+        + (["--warmup-iters", str(args.warmup_iters)] if task == "train" and args.warmup_iters else [])
 
 
 def save_raw(args, results):

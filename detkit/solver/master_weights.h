@@ -38,7 +38,7 @@ class MasterWeights {
   /// The model's tensors, parallel to optimizer.parameters(): those backward gives gradients to.
   const std::vector<at::Tensor>& model_parameters() const { return model_; }
   /// How many parameters were cast (the others, normalisation layers', are their own masters).
-  size_t num_cast() const { return num_cast_; }
+  size_t num_cast() const { return cast_.size(); }
 
   /// Each cast parameter's gradient, as fp32, becomes its master's; the model's is dropped (an
   /// absent gradient leaves the master without one).
@@ -50,9 +50,12 @@ class MasterWeights {
   std::map<std::string, at::Tensor> masters_by_name() const;
 
  private:
-  Optimizer& optimizer_;
-  std::vector<at::Tensor> model_;  // parallel to optimizer_.parameters()
-  size_t num_cast_ = 0;
+  struct Cast {
+    std::string name;
+    at::Tensor model, master;  // master: the optimizer's tensor, updated in place by its steps
+  };
+  std::vector<at::Tensor> model_;  // parallel to optimizer.parameters()
+  std::vector<Cast> cast_;
 };
 
 }  // namespace detkit::solver
