@@ -206,6 +206,12 @@ void define_input_and_data(CfgNode& c) {
   // being bad (judged from 200 read on) stops training.
   c.define("DATALOADER.ON_BAD_IMAGE", "skip");
   c.define("DATALOADER.MAX_BAD_IMAGE_FRACTION", 0.05);
+  // detkit's: True makes a run the same at any world size: every rank plans the whole sample
+  // stream into global batches of SOLVER.IMS_PER_BATCH images (aspect-ratio grouping included)
+  // and takes its slice, pads its images to the global batch's size, and the model's random draws
+  // for an image are seeded by its position in the stream. False: Detectron2's (each rank groups
+  // its own shard of the stream into batches of its own).
+  c.define("DATALOADER.WORLD_SIZE_INVARIANT", true);
 }
 
 void define_solver_and_test(CfgNode& c) {
@@ -280,7 +286,8 @@ CfgNode get_cfg() {
 
 const std::vector<std::string>& detkit_only_keys() {
   static const std::vector<std::string> keys = {
-      "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE", "SOLVER.AMP.LOSS_SCALE",
+      "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE",
+      "DATALOADER.WORLD_SIZE_INVARIANT", "SOLVER.AMP.LOSS_SCALE",
       "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION", "TEST.VAL_LOSS_PERIOD"};
   return keys;
 }

@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <random>
 
+#include "detkit/data/transforms/sample_rng.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -26,29 +26,59 @@ TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, Datase
       options_(std::move(options)),
       bad_images_(options_.bad_images) {
   if (options_.batch_size == 0) throw Error("TrainLoader: batch size must be at least 1");
+  if (options_.start_batch < 0)
+    throw Error("TrainLoader: start batch must not be negative, got " +
+                std::to_string(options_.start_batch));
+  // World-size invariant: every rank draws the whole stream and plans global batches;
+  // Detectron2's: this rank's shard of the stream, planned into batches of its own.
+  const bool global = options_.world_size_invariant;
+  const int shard_rank = global ? 0 : options_.rank, shards = global ? 1 : options_.world_size;
   if (options_.sampler == "TrainingSampler") {
-    sampler_ = std::make_unique<TrainingSampler>(dataset_->size(), options_.seed, options_.rank,
-                                                 options_.world_size);
+    sampler_ = std::make_unique<TrainingSampler>(dataset_->size(), options_.seed, shard_rank, shards);
   } else if (options_.sampler == "RepeatFactorTrainingSampler") {
     sampler_ = std::make_unique<RepeatFactorTrainingSampler>(
         repeat_factors_from_category_frequency(dataset_->image_categories(),
                                                options_.repeat_threshold, options_.repeat_sqrt),
-        options_.seed, options_.rank, options_.world_size);
+        options_.seed, shard_rank, shards);
   } else {
     throw Error(
         "DATALOADER.SAMPLER_TRAIN must be 'TrainingSampler' or "
         "'RepeatFactorTrainingSampler', got '" +
         options_.sampler + "'");
   }
-  if (options_.aspect_ratio_grouping) grouper_.emplace(options_.batch_size);
-  if (options_.start_batch < 0)
-    throw Error("TrainLoader: start batch must not be negative, got " +
-                std::to_string(options_.start_batch));
-  const uint64_t start = fast_forward();
+  BatchPlanner::BucketOf bucket;
+  if (options_.aspect_ratio_grouping) bucket = [this](size_t index) { return bucket_of(index); };
+  planner_ = std::make_unique<BatchPlanner>(
+      *sampler_, global ? options_.batch_size * options_.world_size : options_.batch_size,
+      std::move(bucket), static_cast<uint64_t>(shard_rank), static_cast<uint64_t>(shards));
+  for (int64_t b = 0; b < options_.start_batch; ++b) planner_->next();
+  if (options_.start_batch > 0)
+    spdlog::info("Data loader: starting at batch {}: {} samples drawn and not decoded",
+                 options_.start_batch, planner_->drawn());
   stream_ = std::make_unique<OrderedMapper>(
-      [this] { return sampler_->next(); },
-      [this, start](uint64_t k, size_t index) { return map_sample(start + k, index); },
+      [this] { return next_sample(); },
+      [this](uint64_t position, size_t index) { return map_sample(position, index); },
       options_.num_workers, window(options_.num_workers, options_.batch_size));
+}
+
+StreamSample TrainLoader::next_sample() {
+  if (planned_.empty()) {
+    std::vector<StreamSample> batch = planner_->next();
+    const size_t first = options_.world_size_invariant
+                             ? static_cast<size_t>(options_.rank) * options_.batch_size
+                             : 0;
+    planned_.insert(planned_.end(), batch.begin() + first,
+                    batch.begin() + first + options_.batch_size);
+  }
+  const StreamSample sample = planned_.front();
+  planned_.pop_front();
+  return sample;
+}
+
+int TrainLoader::bucket_of(size_t index) const {
+  const DetectionDataset::Location loc = dataset_->at(index);
+  const ImageView image = loc.dataset->image(loc.image_index);
+  return BatchPlanner::bucket_of(image.height, image.width);
 }
 
 structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) {
@@ -56,12 +86,14 @@ structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) 
   while (true) {
     // Every attempt draws from the sample's own stream position: a substitute is augmented as
     // the image it replaces would have been.
-    SampleRng rng(options_.seed, options_.rank + position * options_.world_size);
+    SampleRng rng(options_.seed, position);
     DetectionDataset::Location loc = dataset_->at(index);
     ++samples_mapped_;
     bad_images_.count_read();
     try {
-      return mapper_(*loc.dataset, loc.image_index, rng);
+      structures::ModelInput input = mapper_(*loc.dataset, loc.image_index, rng);
+      input.sampling_seed = model_sampling_seed(options_.seed, position);
+      return input;
     } catch (const BadImage& bad) {
       bad_images_.record(index, bad);           // throws with ON_BAD_IMAGE error, or too many bad
       index = substitute_for(index, original);  // throws when none is left
@@ -70,17 +102,13 @@ structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) 
 }
 
 size_t TrainLoader::substitute_for(size_t index, size_t original) const {
-  auto bucket = [&](size_t i) {
-    const DetectionDataset::Location loc = dataset_->at(i);
-    const ImageView image = loc.dataset->image(loc.image_index);
-    return AspectRatioGrouper::bucket_of(image.height, image.width);
-  };
   const size_t n = dataset_->size();
-  const int wanted = grouper_ ? bucket(original) : 0;
+  const bool grouping = options_.aspect_ratio_grouping;
+  const int wanted = grouping ? bucket_of(original) : 0;
   for (size_t step = 1; step < n; ++step) {
     const size_t candidate = (index + step) % n;
     if (candidate == original || bad_images_.known_bad(candidate)) continue;
-    if (!grouper_ || bucket(candidate) == wanted) return candidate;
+    if (!grouping || bucket_of(candidate) == wanted) return candidate;
   }
   throw Error("every image that could replace a bad one is bad (" + std::to_string(n) +
               " images in the training set); the list is in " +
@@ -88,51 +116,14 @@ size_t TrainLoader::substitute_for(size_t index, size_t original) const {
                                                      : options_.bad_images.list_file));
 }
 
-uint64_t TrainLoader::fast_forward() {
-  if (options_.start_batch == 0) return 0;
-  // next_batch()'s grouping, on (position, index) pairs and the annotation file's image sizes
-  // (the sizes the mapper puts in ModelInput::height/width and the grouper reads).
-  std::array<std::vector<std::pair<uint64_t, size_t>>, 2> buckets;
-  uint64_t position = 0;
-  for (int64_t batch = 0; batch < options_.start_batch; ++position) {
-    const std::optional<size_t> index = sampler_->next();
-    if (!index) throw Error("TrainLoader: the training sampler ended");
-    int bucket = 0;
-    if (grouper_) {
-      const DetectionDataset::Location loc = dataset_->at(*index);
-      const ImageView image = loc.dataset->image(loc.image_index);
-      bucket = AspectRatioGrouper::bucket_of(image.height, image.width);
-    }
-    buckets[bucket].emplace_back(position, *index);
-    if (buckets[bucket].size() == options_.batch_size) {
-      buckets[bucket].clear();
-      ++batch;
-    }
-  }
-  // Samples drawn before the start but batched after it wait in the grouper, in stream order.
-  std::vector<std::pair<uint64_t, size_t>> waiting = buckets[0];
-  waiting.insert(waiting.end(), buckets[1].begin(), buckets[1].end());
-  std::sort(waiting.begin(), waiting.end());
-  for (const auto& [p, index] : waiting) grouper_->add(map_sample(p, index));
-  spdlog::info(
-      "Data loader: starting at batch {}: {} samples drawn and not decoded, apart from "
-      "the {} that belong to later batches",
-      options_.start_batch, position, waiting.size());
-  return position;
-}
-
 std::vector<structures::ModelInput> TrainLoader::next_batch() {
   std::vector<structures::ModelInput> batch;
-  while (true) {
+  while (batch.size() < options_.batch_size) {
     std::optional<MappedSample> sample = stream_->next();
     if (!sample) throw Error("TrainLoader: the training sampler ended");
-    if (grouper_) {
-      if (auto full = grouper_->add(std::move(sample->input))) return std::move(*full);
-      continue;
-    }
     batch.push_back(std::move(sample->input));
-    if (batch.size() == options_.batch_size) return batch;
   }
+  return batch;
 }
 
 TestLoader::TestLoader(std::shared_ptr<const DetectionDataset> dataset, DatasetMapper mapper,
@@ -141,7 +132,11 @@ TestLoader::TestLoader(std::shared_ptr<const DetectionDataset> dataset, DatasetM
   sampler_ = std::make_unique<InferenceSampler>(dataset_->size(), rank, world_size);
   shard_size_ = sampler_->shard_size();
   stream_ = std::make_unique<OrderedMapper>(
-      [this] { return sampler_->next(); },
+      [this, k = uint64_t{0}]() mutable -> std::optional<StreamSample> {
+        const std::optional<size_t> index = sampler_->next();
+        if (!index) return std::nullopt;
+        return StreamSample{k++, *index};
+      },
       [this](uint64_t k, size_t index) {
         SampleRng rng(0, k);  // test-time augmentations draw nothing that varies
         DetectionDataset::Location loc = dataset_->at(index);
@@ -175,6 +170,7 @@ TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, 
   options.repeat_sqrt = cfg.get_bool("DATALOADER.REPEAT_SQRT");
   options.rank = rank;
   options.world_size = world_size;
+  options.world_size_invariant = cfg.get_bool("DATALOADER.WORLD_SIZE_INVARIANT");
   options.bad_images = bad_image_options_from_config(cfg, rank);
   if (seed) {
     options.seed = *seed;

@@ -8,16 +8,25 @@
 //   auto test = detkit::data::build_detection_test_loader(cfg, "coco_2017_val");
 //   while (auto sample = test->next()) predict(sample->input), sample->image_id ...
 //
-// DATALOADER.NUM_WORKERS threads map samples into a bounded window (OrderedMapper); the index
-// stream comes from the sampler and sample k of this rank (stream position
-// rank + k * world_size) draws its augmentations from SampleRng(seed, position). So the batches
-// depend on the seed only: 1 or 4 workers give identical batches. A loader made with
-// start_batch N (a run resumed at iteration N) gives the batches N, N+1, ... of that stream
-// without decoding an image of batches 0..N-1: the sampler is advanced and the aspect-ratio
-// grouping replayed on the annotation file's image sizes. Destroying a loader stops and joins its
-// threads; an exception in a worker is rethrown by next_batch()/next().
+// Which samples make up a batch is planned first, on the annotation file's image sizes
+// (BatchPlanner: sampler, then aspect-ratio grouping); DATALOADER.NUM_WORKERS threads then map
+// (decode, augment) the planned samples into a bounded window (OrderedMapper). Sample k of the
+// stream all ranks share draws its augmentations from SampleRng(seed, k), and seeds the model's
+// draws for it (ModelInput::sampling_seed) from (seed, k): the batches depend on the seed only,
+// 1 or 4 workers give identical batches. How ranks share the stream:
+//   world-size invariant (DATALOADER.WORLD_SIZE_INVARIANT, the default): every rank plans the
+//     whole stream into global batches of batch_size * world_size and maps only its slice
+//     (rank r: samples r * batch_size .. (r + 1) * batch_size - 1 of each), so the global batch
+//     (images, grouping, augmentations, seeds) is the same at any world size;
+//   Detectron2's: rank r takes positions r, r + world_size, ... of the stream and groups them
+//     into batches of its own.
+// A loader made with start_batch N (a run resumed at iteration N) gives the batches N, N+1, ...
+// of that stream without decoding an image of batches 0..N-1: the first N are planned and
+// dropped. Destroying a loader stops and joins its threads; an exception in a worker is
+// rethrown by next_batch()/next().
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +37,7 @@
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
 #include "detkit/data/ordered_mapper.h"
-#include "detkit/data/samplers/aspect_ratio_grouping.h"
+#include "detkit/data/samplers/batch_planner.h"
 #include "detkit/data/samplers/samplers.h"
 
 namespace detkit::data {
@@ -39,6 +48,9 @@ struct TrainLoaderOptions {
   bool aspect_ratio_grouping = true;
   uint64_t seed = 0;  // sampler and augmentations; the same on every rank
   int rank = 0, world_size = 1;
+  /// Each rank maps its slice of global batches planned from the whole stream (the same batches
+  /// at any world size); false: Detectron2's sharded stream, grouped per rank.
+  bool world_size_invariant = true;
   std::string sampler = "TrainingSampler";  // or "RepeatFactorTrainingSampler"
   double repeat_threshold = 0.0;            // RepeatFactorTrainingSampler only
   bool repeat_sqrt = true;
@@ -65,13 +77,14 @@ class TrainLoader {
   uint64_t bad_images_replaced() const { return bad_images_.replaced(); }
 
  private:
-  /// Consumes options_.start_batch batches from the sampler without mapping; returns this rank's
-  /// stream position after them and adds to the grouper the samples drawn for later batches.
-  uint64_t fast_forward();
+  /// The next sample this rank maps: the next of its slice of the planned batches.
+  StreamSample next_sample();
   structures::ModelInput map_sample(uint64_t position, size_t index);
   /// The image that stands in for bad image `index`: the next one in dataset order (wrapping) of
   /// the same aspect-ratio class, or of any class without grouping, not known to be bad.
   size_t substitute_for(size_t index, size_t original) const;
+  /// The aspect-ratio class of a dataset index (its original size).
+  int bucket_of(size_t index) const;
 
   std::shared_ptr<const DetectionDataset> dataset_;
   DatasetMapper mapper_;
@@ -79,7 +92,8 @@ class TrainLoader {
   std::atomic<uint64_t> samples_mapped_{0};
   BadImageTracker bad_images_;
   std::unique_ptr<Sampler> sampler_;
-  std::optional<AspectRatioGrouper> grouper_;
+  std::unique_ptr<BatchPlanner> planner_;
+  std::deque<StreamSample> planned_;       // this rank's samples of the batches planned so far
   std::unique_ptr<OrderedMapper> stream_;  // last: its threads use the members above
 };
 
@@ -110,7 +124,7 @@ class TestLoader {
 };
 
 /// Options from the config: SOLVER.IMS_PER_BATCH / world_size (must divide), DATALOADER.* (the
-/// bad-image list in OUTPUT_DIR),
+/// bad-image list in OUTPUT_DIR, WORLD_SIZE_INVARIANT),
 /// and SEED (a random seed, logged, when negative; with world_size > 1 pass `seed` so every
 /// rank uses the same one).
 TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, int rank = 0,

@@ -7,7 +7,7 @@
 
 namespace detkit::data {
 
-OrderedMapper::OrderedMapper(IndexSource source, MapFunction map, int num_workers, size_t capacity)
+OrderedMapper::OrderedMapper(SampleSource source, MapFunction map, int num_workers, size_t capacity)
     : source_(std::move(source)), map_(std::move(map)), capacity_(capacity) {
   if (num_workers < 0) {
     throw Error("DATALOADER.NUM_WORKERS must be >= 0, got " + std::to_string(num_workers));
@@ -29,37 +29,38 @@ OrderedMapper::~OrderedMapper() {
 void OrderedMapper::work() {
   use_one_thread_for_ops_in_this_thread();  // the training step has the cores
   while (true) {
-    uint64_t position;
-    std::optional<size_t> index;
+    uint64_t number;
+    std::optional<StreamSample> sample;
     Slot slot;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       room_.wait(lock, [&] { return stop_ || end_ || claimed_ < consumed_ + capacity_; });
       if (stop_ || end_) return;
-      position = claimed_;
+      number = claimed_;
       try {
-        index = source_();
+        sample = source_();
       } catch (...) {
         slot.error = std::current_exception();
       }
-      if (!index && !slot.error) {
-        end_ = position;
+      if (!sample && !slot.error) {
+        end_ = number;
         room_.notify_all();
         ready_.notify_all();
         return;
       }
       ++claimed_;
     }
-    if (index) {
+    if (sample) {
       try {
-        slot.sample = MappedSample{position, *index, map_(position, *index)};
+        slot.sample =
+            MappedSample{sample->position, sample->index, map_(sample->position, sample->index)};
       } catch (...) {
         slot.error = std::current_exception();
       }
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      done_[position] = std::move(slot);
+      done_[number] = std::move(slot);
     }
     ready_.notify_all();
   }
@@ -68,13 +69,13 @@ void OrderedMapper::work() {
 std::optional<MappedSample> OrderedMapper::next() {
   if (workers_.empty()) {  // map in this thread
     if (end_) return std::nullopt;
-    std::optional<size_t> index = source_();
-    if (!index) {
+    std::optional<StreamSample> sample = source_();
+    if (!sample) {
       end_ = consumed_;
       return std::nullopt;
     }
-    const uint64_t position = consumed_++;
-    return MappedSample{position, *index, map_(position, *index)};
+    ++consumed_;
+    return MappedSample{sample->position, sample->index, map_(sample->position, sample->index)};
   }
   Slot slot;
   {

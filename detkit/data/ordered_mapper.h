@@ -1,10 +1,11 @@
 #pragma once
-// OrderedMapper: worker threads map a sequence of dataset indices, results come back in
-// sequence order through a bounded window. Which index sits at position p, and what mapping it
-// gives, never depends on thread timing: positions are claimed in order, the index source is
-// called once per position under a lock, and the consumer takes position p before p + 1.
+// OrderedMapper: worker threads map a sequence of samples (stream position, dataset index),
+// results come back in sequence order through a bounded window. Which sample sits at sequence
+// number n, and what mapping it gives, never depends on thread timing: numbers are claimed in
+// order, the sample source is called once per number under a lock, and the consumer takes
+// number n before n + 1.
 //
-// A worker's exception is handed to the consumer at its position (rethrown by next()). The
+// A worker's exception is handed to the consumer at its number (rethrown by next()). The
 // destructor stops the workers and joins them; a worker in the middle of a sample finishes it
 // first, so stopping early never hangs.
 #include <condition_variable>
@@ -17,11 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "detkit/data/samplers/samplers.h"
 #include "detkit/structures/model_io.h"
 
 namespace detkit::data {
 
-/// One mapped sample: its position in the stream, its dataset index, the model's input.
+/// One mapped sample: its stream position and dataset index (the source's), the model's input.
 struct MappedSample {
   uint64_t position;
   size_t index;
@@ -30,19 +32,19 @@ struct MappedSample {
 
 class OrderedMapper {
  public:
-  /// The next dataset index, or nullopt when the sequence ends. Called in position order.
-  using IndexSource = std::function<std::optional<size_t>()>;
-  /// Maps the index at a position. Called concurrently from the workers.
+  /// The next sample, or nullopt when the sequence ends. Called in sequence order.
+  using SampleSource = std::function<std::optional<StreamSample>()>;
+  /// Maps one sample. Called concurrently from the workers.
   using MapFunction = std::function<structures::ModelInput(uint64_t position, size_t index)>;
 
   /// `num_workers` 0 maps in the consumer's thread; otherwise at most `capacity` (>= 1)
-  /// positions are claimed ahead of the consumer.
-  OrderedMapper(IndexSource source, MapFunction map, int num_workers, size_t capacity);
+  /// samples are claimed ahead of the consumer.
+  OrderedMapper(SampleSource source, MapFunction map, int num_workers, size_t capacity);
   ~OrderedMapper();
   OrderedMapper(const OrderedMapper&) = delete;
   OrderedMapper& operator=(const OrderedMapper&) = delete;
 
-  /// The sample at the next position; nullopt once the sequence has ended. Rethrows the
+  /// The next sample of the sequence, mapped; nullopt once the sequence has ended. Rethrows the
   /// exception its mapping threw.
   std::optional<MappedSample> next();
 
@@ -53,16 +55,16 @@ class OrderedMapper {
   };
   void work();
 
-  IndexSource source_;
+  SampleSource source_;
   MapFunction map_;
   size_t capacity_;
 
   std::mutex mutex_;
-  std::condition_variable room_;   // a position may be claimed, or stopping
+  std::condition_variable room_;   // a sample may be claimed, or stopping
   std::condition_variable ready_;  // a result arrived, or the sequence ended
-  uint64_t claimed_ = 0;           // next position to claim
-  uint64_t consumed_ = 0;          // next position to hand out
-  std::optional<uint64_t> end_;    // the position where the sequence ended
+  uint64_t claimed_ = 0;           // next sequence number to claim
+  uint64_t consumed_ = 0;          // next sequence number to hand out
+  std::optional<uint64_t> end_;    // the sequence number where the sequence ended
   bool stop_ = false;
   std::map<uint64_t, Slot> done_;
   std::vector<std::thread> workers_;

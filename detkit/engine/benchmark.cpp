@@ -204,6 +204,7 @@ BenchmarkResult benchmark_train(const config::CfgNode& cfg, int64_t iterations,
   solver::GradScaler scaler(amp.loss_scale);
   auto trainer = build_trainer(
       amp, &scaler, model, *optimizer, [&loader] { return loader->next_batch(); }, seed);
+  trainer->set_pad_to_global_batch(loader->options().world_size_invariant);
   trainer->register_hook(std::make_shared<LRSchedulerHook>(*scheduler));  // records "lr" first
   trainer->register_hook(std::make_shared<StepTimer>(result, profile_file));
   trainer->train(0, iterations);

@@ -150,8 +150,14 @@ void DefaultTrainer::resume_or_load(bool resume) {
   start_iter_ = loaded.iteration() + 1;
   spdlog::info("Resuming from {} at iteration {}", loaded.path, start_iter_);
   const int world = distributed::get_world_size();
-  if (state.count("world_size") && state.at("world_size").isInt() &&
-      state.at("world_size").toInt() != world)
+  const bool other_world = state.count("world_size") && state.at("world_size").isInt() &&
+                           state.at("world_size").toInt() != world;
+  if (other_world && cfg_.get_bool("DATALOADER.WORLD_SIZE_INVARIANT"))
+    spdlog::info(
+        "{} was written by a job of {} ranks and resumes on {}: the global batches continue as "
+        "they would have (DATALOADER.WORLD_SIZE_INVARIANT), now sliced over {} ranks",
+        loaded.path, state.at("world_size").toInt(), world, world);
+  else if (other_world)
     spdlog::warn(
         "{} was written by a job of {} ranks and resumes on {}: the training sampler is "
         "re-sharded over {} ranks, so from iteration {} the batches differ from those "
@@ -170,6 +176,7 @@ void DefaultTrainer::train() {
   trainer_ = build_trainer(
       amp_, scaler_.get(), model_, *optimizer_,
       [this] { return loader_->next_batch(); }, seed_);
+  trainer_->set_pad_to_global_batch(loader_->options().world_size_invariant);
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -120,11 +121,32 @@ void Trainer::run_step() {
   batch_.clear();
 }
 
+namespace {
+// Every input of `batch` padded to at least the largest image (height, width) of all ranks'
+// batches, as the model pads one batch: one all-gather.
+void pad_to_largest_over_ranks(std::vector<structures::ModelInput>& batch) {
+  int64_t h = 0, w = 0;
+  for (const auto& input : batch) {
+    h = std::max({h, input.image.size(1), input.min_padded_height});
+    w = std::max({w, input.image.size(2), input.min_padded_width});
+  }
+  for (const at::Tensor& size : distributed::communicator().all_gather(at::tensor({h, w}))) {
+    h = std::max(h, size[0].item<int64_t>());
+    w = std::max(w, size[1].item<int64_t>());
+  }
+  for (auto& input : batch) {
+    input.min_padded_height = h;
+    input.min_padded_width = w;
+  }
+}
+}  // namespace
+
 std::vector<structures::ModelInput> Trainer::fetch_batch() {
   const auto start = std::chrono::steady_clock::now();
   batch_files_.clear();  // a batch that cannot be read names none
   std::vector<structures::ModelInput> batch = data_();
   for (const auto& input : batch) batch_files_.push_back(input.file_name);
+  if (pad_to_global_batch_ && distributed::get_world_size() > 1) pad_to_largest_over_ranks(batch);
   data_time_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // With several ranks sum_losses records it, as its maximum over the ranks.
   if (distributed::get_world_size() == 1) storage_.put_scalar("data_time", data_time_);

@@ -11,9 +11,11 @@
 // evaluation, writers). Any exception raised inside a step, a TORCH_CHECK of an op included,
 // reaches the caller as a detkit::Error that names the iteration, the learning rate and this
 // rank's images of the batch; when it is about non-finite values (a loss, Detectron2's checks of
-// predicted boxes) the anomaly pass adds where the first non-finite value appeared. Randomness inside a step
-// (anchor/proposal sampling) is seeded from (seed, iteration, rank) so a resumed run repeats the
-// uninterrupted one exactly.
+// predicted boxes) the anomaly pass adds where the first non-finite value appeared. Randomness inside a
+// step (anchor/proposal sampling) comes from each image's own generator where the loader seeded
+// it (ModelInput::sampling_seed, from the sample's stream position), otherwise from the default
+// generator seeded with (seed, iteration, rank), so a resumed run repeats the uninterrupted one
+// exactly.
 #include <ATen/core/ivalue.h>
 
 #include <functional>
@@ -49,6 +51,11 @@ class Trainer {
   virtual ~Trainer() = default;
 
   void register_hook(std::shared_ptr<HookBase> hook) { hooks_.push_back(std::move(hook)); }
+  /// With several ranks whose batches are slices of one global batch (data/loader.h, world-size
+  /// invariant): every rank pads its images to the largest of the global batch (one all-gather of
+  /// two numbers per step), as one process holding the whole batch would. Off: each rank pads its
+  /// own batch (Detectron2's).
+  void set_pad_to_global_batch(bool on) { pad_to_global_batch_ = on; }
   /// Runs iterations start_iter .. max_iter - 1, or up to the one after which a hook called
   /// request_stop(); iter() is then the last iteration run.
   void train(int64_t start_iter, int64_t max_iter);
@@ -83,8 +90,8 @@ class Trainer {
   }
 
  protected:
-  /// The next batch; records "data_time" (with several ranks sum_losses does, as the maximum
-  /// over the ranks).
+  /// The next batch (padded to the global batch's size where set_pad_to_global_batch says);
+  /// records "data_time" (with several ranks sum_losses does, as the maximum over the ranks).
   virtual std::vector<structures::ModelInput> fetch_batch();
   /// The loss dict of `batch`, with the in-step generator seeded for this iteration; the scalars
   /// the model records meanwhile (utils/event_scalars.h) go to storage().
@@ -114,6 +121,7 @@ class Trainer {
   EventStorage storage_;
   int64_t iter_ = 0, start_iter_ = 0, max_iter_ = 0, skipped_steps_ = 0;
   bool stop_requested_ = false;
+  bool pad_to_global_batch_ = false;
   double data_time_ = 0;                  // this rank's wait for the current batch
   std::vector<std::string> batch_files_;  // the current batch's images, for step_context()
   std::vector<structures::ModelInput> batch_;  // the batch of the step running, for the report

@@ -1,6 +1,7 @@
 #include "detkit/modeling/sampling.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 
@@ -28,6 +29,31 @@ SampledIndices subsample_labels(const at::Tensor& labels, int64_t num_samples,
   const at::Tensor perm_neg =
       at::randperm(negative.numel(), generator, index_options).slice(0, 0, num_neg);
   return {positive.index_select(0, perm_pos), negative.index_select(0, perm_neg)};
+}
+
+namespace {
+thread_local const ImageGenerators* innermost = nullptr;
+}  // namespace
+
+ImageGenerators::ImageGenerators(const std::vector<structures::ModelInput>& batch)
+    : enclosing_(innermost) {
+  for (const auto& input : batch) {
+    if (input.sampling_seed)
+      generators_.emplace_back(at::detail::createCPUGenerator(*input.sampling_seed));
+    else
+      generators_.emplace_back(c10::nullopt);
+  }
+  innermost = this;
+}
+
+ImageGenerators::~ImageGenerators() { innermost = enclosing_; }
+
+c10::optional<at::Generator> ImageGenerators::get(size_t image) const {
+  return image < generators_.size() ? generators_[image] : c10::nullopt;
+}
+
+c10::optional<at::Generator> image_generator(size_t image) {
+  return innermost ? innermost->get(image) : c10::nullopt;
 }
 
 }  // namespace detkit::modeling

@@ -6,6 +6,9 @@
 #include <c10/util/Optional.h>
 
 #include <cstdint>
+#include <vector>
+
+#include "detkit/structures/model_io.h"
 
 namespace detkit::modeling {
 
@@ -23,5 +26,27 @@ struct SampledIndices {
 SampledIndices subsample_labels(const at::Tensor& labels, int64_t num_samples,
                                 double positive_fraction, int64_t bg_label,
                                 c10::optional<at::Generator> generator = c10::nullopt);
+
+/// For its lifetime, on this thread: image i of `batch` draws its samples (image_generator(i))
+/// from a generator of its own, seeded with batch[i].sampling_seed and shared by the stages that
+/// sample for it (the RPN's anchors, then the ROI heads' proposals), so that what is drawn for an
+/// image does not depend on the images batched with it. Scopes nest; not copyable.
+class ImageGenerators {
+ public:
+  explicit ImageGenerators(const std::vector<structures::ModelInput>& batch);
+  ~ImageGenerators();
+  ImageGenerators(const ImageGenerators&) = delete;
+  ImageGenerators& operator=(const ImageGenerators&) = delete;
+  c10::optional<at::Generator> get(size_t image) const;
+
+ private:
+  std::vector<c10::optional<at::Generator>> generators_;
+  const ImageGenerators* enclosing_;
+};
+
+/// Image `image`'s generator in this thread's innermost ImageGenerators scope; nullopt (draw
+/// from the default generator, image after image, as Detectron2) outside a scope or for an image
+/// without a sampling seed.
+c10::optional<at::Generator> image_generator(size_t image);
 
 }  // namespace detkit::modeling

@@ -5,10 +5,10 @@
 namespace detkit::structures {
 
 ImageList ImageList::from_tensors(const std::vector<at::Tensor>& images, int64_t size_divisibility,
-                                  double pad_value) {
+                                  double pad_value, std::pair<int64_t, int64_t> min_size) {
   TORCH_CHECK(!images.empty(), "ImageList needs at least one image");
   const at::Tensor& first = images.front();
-  int64_t max_h = 0, max_w = 0;
+  int64_t max_h = min_size.first, max_w = min_size.second;
   std::vector<std::pair<int64_t, int64_t>> sizes;
   for (size_t i = 0; i < images.size(); ++i) {
     const at::Tensor& image = images[i];

@@ -11,10 +11,11 @@ namespace detkit::structures {
 class ImageList {
  public:
   /// images: (C, H, W) each, same C and dtype. The batch is padded (bottom and right, with
-  /// pad_value) to the largest height and width, rounded up to a multiple of
-  /// size_divisibility when it is > 1.
+  /// pad_value) to the largest height and width, at least `min_size` (height, width), rounded up
+  /// to a multiple of size_divisibility when it is > 1.
   static ImageList from_tensors(const std::vector<at::Tensor>& images,
-                                int64_t size_divisibility = 0, double pad_value = 0.0);
+                                int64_t size_divisibility = 0, double pad_value = 0.0,
+                                std::pair<int64_t, int64_t> min_size = {0, 0});
 
   const at::Tensor& tensor() const { return tensor_; }
   const std::vector<std::pair<int64_t, int64_t>>& image_sizes() const { return image_sizes_; }

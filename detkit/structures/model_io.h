@@ -19,6 +19,15 @@ struct ModelInput {
   int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
   std::optional<Instances> instances;  // training targets, in the resized frame
   std::string file_name;  // the image file it came from (Detectron2's "file_name"), for messages
+  /// Seeds this image's own generator for the model's random draws in training (anchor and
+  /// proposal sampling), so that they do not depend on the images batched with it. nullopt: the
+  /// default generator, image after image (Detectron2's). The training loader sets it from SEED
+  /// and the sample's position in the stream.
+  std::optional<uint64_t> sampling_seed;
+  /// The batch holding this image is padded to at least this (height, width) before the model's
+  /// size divisibility rounds it up; 0 = no minimum. Set when a batch is one rank's slice of a
+  /// global batch, so that every slice is padded as the whole batch would be.
+  int64_t min_padded_height = 0, min_padded_width = 0;
 };
 
 /// Training losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...); the trainer sums them.

@@ -14,6 +14,7 @@
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
 #include "detkit/data/loader.h"
+#include "detkit/data/transforms/sample_rng.h"
 #include "detkit/utils/error.h"
 #include "tests/data/mapper_test_files.h"
 
@@ -232,6 +233,86 @@ TEST(TrainLoader, StartingAtBatchNDecodesNoImageOfEarlierBatches) {
   std::cout << "[ loader ] resumed at batch 6: mapped " << grouped.samples_mapped()
             << " samples for 3 batches; the uninterrupted loader mapped "
             << straight.samples_mapped() << "\n";
+}
+
+// World-size invariant (the default): rank r's batch is slice r of the batch one process would
+// make of the same global batch size — the same images, augmentations, grouping and sampling
+// seeds — at world sizes 1, 2 and 4, with grouping and without, and from a resumed start.
+TEST(TrainLoader, EachRanksBatchIsItsSliceOfTheOneProcessBatch) {
+  testing::TempDir dir("loader_global");
+  auto dataset = small_dataset(dir);
+  constexpr int kBatches = 9;  // more than two epochs of 8 images
+  for (bool grouping : {true, false}) {
+    for (int64_t start : {0, 3}) {
+      auto options = [&](int rank, int world) {
+        TrainLoaderOptions o;
+        o.batch_size = 4 / world;
+        o.num_workers = rank % 2;  // in-thread and threaded mapping mixed
+        o.seed = 21;
+        o.rank = rank;
+        o.world_size = world;
+        o.aspect_ratio_grouping = grouping;
+        o.start_batch = start;
+        return o;
+      };
+      TrainLoader one(dataset, augmenting_mapper(), options(0, 1));
+      const auto whole = pull(one, kBatches);
+      for (int world : {2, 4}) {
+        std::vector<std::vector<std::vector<ModelInput>>> ranks;
+        for (int rank = 0; rank < world; ++rank) {
+          TrainLoader loader(dataset, augmenting_mapper(), options(rank, world));
+          ranks.push_back(pull(loader, kBatches));
+        }
+        for (int b = 0; b < kBatches; ++b) {
+          std::vector<ModelInput> joined;
+          for (const auto& rank : ranks) joined.insert(joined.end(), rank[b].begin(), rank[b].end());
+          ASSERT_EQ(joined.size(), whole[b].size());
+          for (size_t k = 0; k < joined.size(); ++k) {
+            EXPECT_TRUE(same_input(joined[k], whole[b][k]))
+                << "world " << world << ", batch " << b << ", image " << k << ", grouping "
+                << grouping << ", start " << start;
+            ASSERT_TRUE(joined[k].sampling_seed.has_value());
+            EXPECT_EQ(joined[k].sampling_seed, whole[b][k].sampling_seed);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every sample's model seed is the one of its stream position, so no two samples of a run share
+// one; Detectron2's sharding (WORLD_SIZE_INVARIANT False) gives rank r the stream positions r,
+// r + world_size, ... grouped into batches of its own.
+TEST(TrainLoader, SamplingSeedsFollowStreamPositionsAndShardsInterleave) {
+  testing::TempDir dir("loader_shards");
+  auto dataset = small_dataset(dir);
+  TrainLoaderOptions o;
+  o.batch_size = 2;
+  o.num_workers = 0;
+  o.seed = 8;
+  o.aspect_ratio_grouping = false;
+  TrainLoader one(dataset, augmenting_mapper(), o);
+  const auto whole = pull(one, 6);
+  std::set<uint64_t> seeds;
+  for (int b = 0; b < 6; ++b)
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(*whole[b][k].sampling_seed, model_sampling_seed(8, 2 * b + k));
+      seeds.insert(*whole[b][k].sampling_seed);
+    }
+  EXPECT_EQ(seeds.size(), 12u);
+  o.world_size_invariant = false;
+  o.world_size = 2;
+  o.batch_size = 1;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    TrainLoader shard(dataset, augmenting_mapper(), o);
+    for (int b = 0; b < 6; ++b) {  // batch b of rank r: stream position r + 2b
+      const ModelInput mine = shard.next_batch()[0];
+      const ModelInput& same = whole[b][rank];
+      EXPECT_TRUE(same_input(mine, same)) << "rank " << rank << ", batch " << b;
+      EXPECT_EQ(mine.sampling_seed, same.sampling_seed);
+    }
+  }
 }
 
 // Damages three images of small_dataset: img3 removed, img6 truncated (half its bytes), img2

@@ -14,9 +14,10 @@ namespace {
 TEST(OrderedMapper, WorkersRunTheirOpsOnOneThreadEach) {
   configure_threads(2);
   size_t next = 0;
-  OrderedMapper mapper([&]() -> std::optional<size_t> {
+  OrderedMapper mapper([&]() -> std::optional<StreamSample> {
                          if (next == 4) return std::nullopt;
-                         return next++;
+                         const size_t k = next++;
+                         return StreamSample{k, k};
                        },
                        [](uint64_t, size_t) {
                          structures::ModelInput input;

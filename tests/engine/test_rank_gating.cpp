@@ -56,11 +56,37 @@ TEST(RankGating, EvaluationOnRankOneGathersToRankZeroAndReportsNothing) {
   EXPECT_GE(scoped.collectives(), 2) << "rank 1 did not take part in the gather";
 }
 
-TEST(RankGating, ResumingAtAnotherWorldSizeSaysTheSamplerIsResharded) {
+// World-size invariant batches (the default) continue exactly at another world size, and the log
+// says so; Detectron2's sharded stream is re-sharded, with a warning.
+TEST(RankGating, ResumingAtAnotherWorldSizeSaysWhatHappensToTheBatches) {
   testing::TinySetup setup("rank_gating_resume");
-  config::CfgNode cfg = testing::tiny_config(setup, "rank_gating_resume");
+  config::CfgNode base = testing::tiny_config(setup, "rank_gating_resume");
+  base.merge_from_list({"DATASETS.TEST", "()", "SOLVER.MAX_ITER", "2"});
+  {
+    config::CfgNode cfg = base;
+    const std::string out = setup.dir.path("out_resume_invariant");
+    cfg.merge_from_list({"OUTPUT_DIR", out});
+    {
+      testing::ScopedRank scoped(0, 2);
+      DefaultTrainer trainer(cfg, 1);
+      trainer.resume_or_load(false);
+      trainer.train();
+    }
+    cfg.merge_from_list({"SOLVER.MAX_ITER", "3"});
+    default_setup(cfg);
+    DefaultTrainer trainer(cfg, 1);
+    trainer.resume_or_load(true);
+    const std::string log = read_file(out + "/log.txt");
+    EXPECT_NE(log.find("was written by a job of 2 ranks and resumes on 1: the global batches "
+                       "continue as they would have (DATALOADER.WORLD_SIZE_INVARIANT), now "
+                       "sliced over 1 ranks"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("re-sharded"), std::string::npos) << log;
+  }
+  config::CfgNode cfg = base;
   const std::string out = setup.dir.path("out_resume");
-  cfg.merge_from_list({"OUTPUT_DIR", out, "DATASETS.TEST", "()", "SOLVER.MAX_ITER", "2"});
+  cfg.merge_from_list({"OUTPUT_DIR", out, "DATALOADER.WORLD_SIZE_INVARIANT", "False"});
   {
     testing::ScopedRank scoped(0, 2);  // rank 0 of 2 writes the checkpoints
     DefaultTrainer trainer(cfg, 1);

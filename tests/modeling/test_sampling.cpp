@@ -137,5 +137,42 @@ TEST(SubsampleLabelsTest, MatchesDetectron2Sampling) {
   }
 }
 
+// ImageGenerators: an image with a sampling seed draws from a generator of its own, shared by
+// the stages that sample for it, so its draws do not depend on the images batched before it;
+// images without one (and code outside a scope) draw from the default generator.
+TEST(ImageGenerators, ASeededImageDrawsTheSameAloneOrInABatch) {
+  const at::Tensor labels = make_labels(300, 5000, 20);
+  structures::ModelInput a, b, unseeded;
+  a.sampling_seed = 7;
+  b.sampling_seed = 9;
+  auto two_stages = [&](size_t image) {  // as the RPN, then the ROI heads, draw for one image
+    const SampledIndices first = subsample_labels(labels, 256, 0.5, 0, image_generator(image));
+    const SampledIndices second = subsample_labels(labels, 256, 0.5, 0, image_generator(image));
+    return at::cat({first.pos_idx, first.neg_idx, second.pos_idx, second.neg_idx});
+  };
+  at::Tensor alone, batched;
+  {
+    const ImageGenerators scope({b});
+    alone = two_stages(0);
+  }
+  {
+    const ImageGenerators scope({a, b});
+    two_stages(0);
+    batched = two_stages(1);
+  }
+  EXPECT_TRUE(at::equal(alone, batched));
+  // The two stages drew different samples: one generator advancing, not reseeded per call.
+  EXPECT_FALSE(at::equal(alone.slice(0, 0, 256), alone.slice(0, 256, 512)));
+  EXPECT_FALSE(image_generator(0).has_value()) << "a generator outside any scope";
+  {
+    const ImageGenerators outer({a});
+    {
+      const ImageGenerators inner({unseeded});
+      EXPECT_FALSE(image_generator(0).has_value()) << "an unseeded image got a generator";
+    }
+    EXPECT_TRUE(image_generator(0).has_value()) << "the enclosing scope was not restored";
+  }
+}
+
 }  // namespace
 }  // namespace detkit::modeling

@@ -28,6 +28,19 @@ TEST(ImageList, NoDivisibilityAndPadValue) {
   EXPECT_EQ(padded.tensor()[1].sum().item<float>(), -(6 * 7 - 6 * 3));
 }
 
+// A minimum size (another rank's larger image in the same global batch) pads beyond the batch's
+// own largest image, then divisibility rounds up; a smaller minimum changes nothing.
+TEST(ImageList, PadsToAMinimumSizeBeforeRoundingUp) {
+  const at::Tensor a = at::ones({3, 40, 50});
+  EXPECT_EQ(ImageList::from_tensors({a}, 32, 0.0, {70, 60}).tensor().sizes(),
+            (at::IntArrayRef{1, 3, 96, 64}));
+  EXPECT_EQ(ImageList::from_tensors({a}, 32, 0.0, {10, 10}).tensor().sizes(),
+            (at::IntArrayRef{1, 3, 64, 64}));
+  const ImageList list = ImageList::from_tensors({a}, 0, 0.0, {41, 50});
+  EXPECT_EQ(list.tensor().sizes(), (at::IntArrayRef{1, 3, 41, 50}));
+  EXPECT_EQ(list.image_sizes()[0], std::make_pair(int64_t{40}, int64_t{50}));
+}
+
 TEST(ImageList, RefusesMismatchedImages) {
   EXPECT_THROW(ImageList::from_tensors({}), c10::Error);
   EXPECT_THROW(ImageList::from_tensors({at::zeros({3, 4, 4}), at::zeros({1, 4, 4})}), c10::Error);

@@ -16,6 +16,13 @@
 
 namespace detkit::data {
 
+/// One sample of the training stream: its position in the stream all ranks share (what its
+/// augmentations and the model's draws for it are seeded with) and its dataset index.
+struct StreamSample {
+  uint64_t position;
+  size_t index;
+};
+
 class Sampler {
  public:
   virtual ~Sampler() = default;

@@ -59,4 +59,9 @@ size_t SampleRng::choice(size_t n) {
   return static_cast<size_t>(randint(0, static_cast<int64_t>(n) - 1));
 }
 
+uint64_t model_sampling_seed(uint64_t seed, uint64_t position) {
+  // The augmentations' generator of another seed: a stream of its own.
+  return SampleRng(seed ^ 0x6a09e667f3bcc909ULL, position).next_u64();
+}
+
 }  // namespace detkit::data

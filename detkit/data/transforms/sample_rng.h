@@ -26,4 +26,9 @@ class SampleRng {
   uint64_t s_[4];
 };
 
+/// The seed of the model's random draws for the sample at `position` of the stream seeded by
+/// `seed` (ModelInput::sampling_seed: anchor and proposal sampling); unrelated to the draws of
+/// its augmentations.
+uint64_t model_sampling_seed(uint64_t seed, uint64_t position);
+
 }  // namespace detkit::data

@@ -6,6 +6,7 @@
 
 #include "detkit/layers/precision.h"
 #include "detkit/modeling/meta_arch/preprocess.h"
+#include "detkit/modeling/sampling.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/utils/error.h"
 
@@ -43,6 +44,7 @@ LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
     if (!input.instances) throw Error("GeneralizedRCNN: a training input has no instances");
     targets.push_back(*input.instances);
   }
+  const ImageGenerators generators(batch);  // each image's sampling, when it is seeded
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());
   ProposalOutput proposals = proposal_generator_->forward(images, features, &targets);

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -21,12 +23,15 @@ structures::ImageList normalize_and_pad_images(const std::vector<structures::Mod
                                                const std::string& model) {
   if (batch.empty()) throw Error(model + ": empty batch");
   std::vector<at::Tensor> images;
+  std::pair<int64_t, int64_t> min_size{0, 0};
   for (const auto& input : batch) {
+    min_size.first = std::max(min_size.first, input.min_padded_height);
+    min_size.second = std::max(min_size.second, input.min_padded_width);
     TORCH_CHECK(input.image.dim() == 3 && input.image.size(0) == pixel_mean.size(0),
                 "model input must be (", pixel_mean.size(0), ", H, W), got ", input.image.sizes());
     images.push_back((input.image.to(pixel_mean.device(), at::kFloat) - pixel_mean) / pixel_std);
   }
-  return structures::ImageList::from_tensors(images, size_divisibility);
+  return structures::ImageList::from_tensors(images, size_divisibility, 0.0, min_size);
 }
 
 }  // namespace detkit::modeling

@@ -18,7 +18,8 @@ std::pair<at::Tensor, at::Tensor> pixel_normalization(const std::vector<double>&
                                                       const std::vector<double>& std);
 
 /// Each input image (C, H, W), as float on pixel_mean's device, minus the mean over the std,
-/// batched and zero-padded to a multiple of size_divisibility. `model` names the caller in
+/// batched and zero-padded to the inputs' min_padded_height/width at least, then to a multiple
+/// of size_divisibility. `model` names the caller in
 /// errors (an empty batch, an image with the wrong channel count).
 structures::ImageList normalize_and_pad_images(const std::vector<structures::ModelInput>& batch,
                                                const at::Tensor& pixel_mean,

@@ -49,7 +49,8 @@ RPN::RPN(const RPNOptions& o, std::shared_ptr<RPNHead> head,
 std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> RPN::label_and_sample_anchors(
     const Boxes& anchors, const std::vector<Instances>& gt_instances) {
   std::vector<at::Tensor> labels, matched_boxes;
-  for (const auto& gt : gt_instances) {
+  for (size_t i = 0; i < gt_instances.size(); ++i) {
+    const Instances& gt = gt_instances[i];
     const Boxes& gt_boxes = gt.boxes("gt_boxes");
     MatchResult match = matcher_(structures::pairwise_iou(gt_boxes, anchors));
     at::Tensor label = match.match_labels.to(at::kLong);
@@ -59,7 +60,7 @@ std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> RPN::label_and_sampl
       label.masked_fill_(inside.logical_not(), -1);
     }
     SampledIndices sampled = subsample_labels(label, options_.batch_size_per_image,
-                                              options_.positive_fraction, 0);
+                                              options_.positive_fraction, 0, image_generator(i));
     label.fill_(-1);
     label.index_fill_(0, sampled.pos_idx, 1);
     label.index_fill_(0, sampled.neg_idx, 0);

@@ -77,7 +77,8 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
       classes = at::full({props.size()}, options.num_classes, at::kLong);
     }
     SampledIndices s = subsample_labels(classes, options.batch_size_per_image,
-                                        options.positive_fraction, options.num_classes);
+                                        options.positive_fraction, options.num_classes,
+                                        image_generator(i));
     fg_samples += static_cast<double>(s.pos_idx.numel());
     bg_samples += static_cast<double>(s.neg_idx.numel());
     at::Tensor idx = at::cat({s.pos_idx, s.neg_idx});
