@@ -26,6 +26,9 @@ TrainLoader::TrainLoader(std::shared_ptr<const DetectionDataset> dataset, Datase
       options_(std::move(options)),
       bad_images_(options_.bad_images) {
   if (options_.batch_size == 0) throw Error("TrainLoader: batch size must be at least 1");
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw Error("TrainLoader: rank " + std::to_string(options_.rank) +
+                " is not within world size " + std::to_string(options_.world_size));
   if (options_.start_batch < 0)
     throw Error("TrainLoader: start batch must not be negative, got " +
                 std::to_string(options_.start_batch));

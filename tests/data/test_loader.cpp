@@ -300,6 +300,9 @@ TEST(TrainLoader, SamplingSeedsFollowStreamPositionsAndShardsInterleave) {
       seeds.insert(*whole[b][k].sampling_seed);
     }
   EXPECT_EQ(seeds.size(), 12u);
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_THROW(TrainLoader(dataset, augmenting_mapper(), o), Error);  // no slice 2 of 2
   o.world_size_invariant = false;
   o.world_size = 2;
   o.batch_size = 1;
