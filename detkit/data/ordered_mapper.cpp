@@ -52,8 +52,7 @@ void OrderedMapper::work() {
     }
     if (sample) {
       try {
-        slot.sample =
-            MappedSample{sample->position, sample->index, map_(sample->position, sample->index)};
+        slot.sample = map(*sample);
       } catch (...) {
         slot.error = std::current_exception();
       }
@@ -66,6 +65,10 @@ void OrderedMapper::work() {
   }
 }
 
+MappedSample OrderedMapper::map(const StreamSample& sample) const {
+  return MappedSample{sample.position, sample.index, map_(sample.position, sample.index)};
+}
+
 std::optional<MappedSample> OrderedMapper::next() {
   if (workers_.empty()) {  // map in this thread
     if (end_) return std::nullopt;
@@ -75,7 +78,7 @@ std::optional<MappedSample> OrderedMapper::next() {
       return std::nullopt;
     }
     ++consumed_;
-    return MappedSample{sample->position, sample->index, map_(sample->position, sample->index)};
+    return map(*sample);
   }
   Slot slot;
   {

@@ -54,6 +54,8 @@ class OrderedMapper {
     std::exception_ptr error;
   };
   void work();
+  /// `sample` mapped by map_, with its position and index.
+  MappedSample map(const StreamSample& sample) const;
 
   SampleSource source_;
   MapFunction map_;
