@@ -49,6 +49,16 @@ void record_convolution(const at::RecordFunction& fn) {
                          conv_flops(x.sizes(), w.sizes(), out_shape, transposed));
 }
 
+// detkit::winograd_conv2d(input, weight): a 3x3, stride 1, padding 1 convolution, whose output
+// has the input's size. Counted as the direct convolution it replaces (as fvcore counts any).
+void record_winograd_convolution(const at::RecordFunction& fn) {
+  auto inputs = fn.inputs();
+  if (inputs.size() < 2 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
+  const at::Tensor& x = inputs[0].toTensor();
+  const at::Tensor& w = inputs[1].toTensor();
+  active_counter->record("conv", w.data_ptr(), conv_flops(x.sizes(), w.sizes(), x.sizes(), false));
+}
+
 // Matrix products with a weight: aten::linear(input, weight, bias) and the ops libtorch's
 // nn::Linear calls directly, aten::addmm(bias, input, weight.t()) and aten::matmul(input,
 // weight.t()); also aten::mm. fvcore's count: prod(input shape) * output features.
@@ -75,6 +85,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const char* name = fn.name();
   if (std::strcmp(name, "aten::convolution") == 0) {
     record_convolution(fn);
+  } else if (std::strcmp(name, "detkit::winograd_conv2d") == 0) {
+    record_winograd_convolution(fn);
   } else if (std::strcmp(name, "aten::linear") == 0 || std::strcmp(name, "aten::addmm") == 0 ||
              std::strcmp(name, "aten::matmul") == 0 || std::strcmp(name, "aten::mm") == 0) {
     record_matrix_product(fn, name);

@@ -1,8 +1,8 @@
 #pragma once
 // FLOPs of convolutions, transposed convolutions and linear layers, counted as fvcore counts
 // them (Detectron2's analyze_model --tasks flop): one multiply-add is one flop. Counting watches
-// the ATen ops a forward pass runs on this thread (RecordFunction callbacks on aten::convolution,
-// and on aten::linear / addmm / matmul / mm, which nn::Linear runs) and charges each op to the
+// the ATen ops a forward pass runs on this thread (RecordFunction callbacks on aten::convolution
+// and detkit::winograd_conv2d, and on aten::linear / addmm / matmul / mm, which nn::Linear runs) and charges each op to the
 // module owning its weight (the op's second matrix).
 #include <torch/nn/module.h>
 

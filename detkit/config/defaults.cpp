@@ -262,6 +262,7 @@ void define_misc(CfgNode& c) {
   c.define("OUTPUT_DIR", "./output");
   c.define("SEED", -1);
   c.define("CUDNN_BENCHMARK", false);
+  c.define("CONV_ALGORITHM", "auto");  // detkit's own: auto (Winograd where it pays) | direct
   c.define("FLOAT32_PRECISION", "");
   c.define("VIS_PERIOD", 0);
   c.define("GLOBAL.HACK", 1.0);
@@ -286,7 +287,7 @@ CfgNode get_cfg() {
 
 const std::vector<std::string>& detkit_only_keys() {
   static const std::vector<std::string> keys = {
-      "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE",
+      "CONV_ALGORITHM", "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE",
       "DATALOADER.WORLD_SIZE_INVARIANT", "SOLVER.AMP.LOSS_SCALE",
       "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION", "TEST.VAL_LOSS_PERIOD"};
   return keys;

@@ -3,9 +3,42 @@
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
 
+#include <atomic>
+
 #include "detkit/layers/norm.h"
+#include "detkit/ops/winograd_conv2d.h"
+#include "detkit/utils/error.h"
 
 namespace detkit::layers {
+namespace {
+
+std::atomic<ConvAlgorithm>& process_conv_algorithm() {
+  static std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::kAuto};
+  return algorithm;
+}
+
+}  // namespace
+
+void set_conv_algorithm(ConvAlgorithm algorithm) { process_conv_algorithm() = algorithm; }
+
+ConvAlgorithm conv_algorithm() { return process_conv_algorithm(); }
+
+std::string conv_algorithm_report(ConvAlgorithm algorithm) {
+  if (algorithm == ConvAlgorithm::kDirect)
+    return "convolutions: libtorch's direct kernels (CONV_ALGORITHM direct)";
+  if (!ops::winograd_conv2d_available())
+    return "convolutions: libtorch's direct kernels (CONV_ALGORITHM auto: oneDNN has no Winograd "
+           "kernels on this CPU; they need AVX-512)";
+  return "convolutions: oneDNN's Winograd F(4x4, 3x3) kernels for float32 3x3 stride-1 maps of "
+         "14x14 and more, libtorch's direct kernels for the rest (CONV_ALGORITHM auto)";
+}
+
+ConvAlgorithm parse_conv_algorithm(const std::string& value) {
+  if (value == "auto") return ConvAlgorithm::kAuto;
+  if (value == "direct") return ConvAlgorithm::kDirect;
+  throw Error("CONV_ALGORITHM '" + value +
+              "' is not one detkit has: \"auto\" (Winograd where it pays) or \"direct\"");
+}
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
   TORCH_CHECK(o.in_channels() % o.groups() == 0 && o.out_channels() % o.groups() == 0,
@@ -24,9 +57,14 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
 }
 
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
-  at::Tensor y = at::conv2d(x, weight_, bias_, {options_.stride(), options_.stride()},
-                            {options_.padding(), options_.padding()},
-                            {options_.dilation(), options_.dilation()}, options_.groups());
+  const auto& o = options_;
+  at::Tensor y =
+      conv_algorithm() == ConvAlgorithm::kAuto &&
+              ops::winograd_conv2d_applies(x, weight_, o.stride(), o.padding(), o.dilation(),
+                                           o.groups())
+          ? ops::winograd_conv2d(x, weight_, bias_)
+          : at::conv2d(x, weight_, bias_, {o.stride(), o.stride()}, {o.padding(), o.padding()},
+                       {o.dilation(), o.dilation()}, o.groups());
   if (!norm_.is_empty()) y = norm_.forward(y);
   if (options_.relu()) y = at::relu_(y);
   return y;

@@ -41,6 +41,21 @@ class Conv2dImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Conv2d);
 
+/// How every Conv2d runs its convolution, for the whole process (the config's CONV_ALGORITHM, a
+/// detkit key, set by modeling::build_model as Detectron2's default_setup sets
+/// torch.backends.cudnn.benchmark from CUDNN_BENCHMARK):
+/// - kAuto ("auto", the default): a float32 3x3 stride-1 convolution on a large enough map runs
+///   oneDNN's Winograd kernels where the CPU has them (ops/winograd_conv2d.h); every other
+///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d.
+/// - kDirect ("direct"): at::conv2d everywhere, libtorch's (and PyTorch's) own kernels.
+enum class ConvAlgorithm { kAuto, kDirect };
+void set_conv_algorithm(ConvAlgorithm algorithm);
+ConvAlgorithm conv_algorithm();
+/// One line for the log: which kernels the convolutions run on this CPU under `algorithm`.
+std::string conv_algorithm_report(ConvAlgorithm algorithm);
+/// "auto" or "direct"; anything else is a detkit::Error naming CONV_ALGORITHM and both values.
+ConvAlgorithm parse_conv_algorithm(const std::string& value);
+
 /// Caffe2's "MSRA" fill (Detectron2's c2_msra_fill): kaiming normal, fan_out, ReLU gain; bias 0.
 void c2_msra_fill(Conv2d& conv);
 /// Caffe2's "Xavier" fill (Detectron2's c2_xavier_fill): kaiming uniform with a = 1; bias 0.

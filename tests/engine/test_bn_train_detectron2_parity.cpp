@@ -11,6 +11,7 @@
 
 #include "detkit/engine/hooks.h"
 #include "detkit/engine/trainer.h"
+#include "detkit/layers/conv2d.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/solver/build.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
@@ -102,6 +103,15 @@ void check_sequence(const std::string& sequence) {
   const size_t num_steps = meta["steps"].get<size_t>();
 
   auto cfg = fx.config(sequence);
+  // At LR 0.01 from step 0 the 12 steps are chaotic (the fixture's README: Detectron2 at 1 vs 2
+  // threads already ends 6 % apart in the whole update norm). That sequence runs libtorch's
+  // direct kernels, which Detectron2 ran: with Winograd's float32 rounding (about 10x theirs)
+  // the drift measured 1.31 against the ×[0.8, 1.25] band (direct: 1.08). The warm-up sequence,
+  // not chaotic, runs the default (Winograd where it applies) and stays within every tolerance.
+  if (sequence == "warmup0") cfg.merge_from_list({"CONV_ALGORITHM", "direct"});
+  struct RestoreDefault {  // build_model sets the process's algorithm; later tests get the default
+    ~RestoreDefault() { layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto); }
+  } restore;
   auto model = modeling::build_model(cfg);
   auto report = checkpoint::load_state_dict(*model, fx.weights());
   ASSERT_TRUE(report.complete()) << report.summary();

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <iostream>
+
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/layers/conv2d.h"
 #include "detkit/layers/frozen_batch_norm.h"
@@ -60,6 +62,33 @@ TEST(Conv2d, GroupsAndStrideAndInit) {
   // fan_out = 16 * 9: std = sqrt(2 / 144) = 0.118
   EXPECT_NEAR(conv->weight().std().item<float>(), std::sqrt(2.0 / 144), 0.03);
   EXPECT_THROW(Conv2d(Conv2dOptions(6, 16, 3).groups(4)), c10::Error);
+}
+
+// CONV_ALGORITHM: "auto" runs a large 3x3 conv through Winograd where the CPU has it (the same
+// values to float32 rounding, ops/test_winograd_conv2d.cpp measures how close), "direct" through
+// at::conv2d exactly; the ReLU and norm follow either way.
+TEST(Conv2d, EitherConvAlgorithmComputesTheSameConvolution) {
+  torch::manual_seed(3);
+  Conv2d conv(Conv2dOptions(32, 48, 3).padding(1).relu(true));
+  at::Tensor x = torch::randn({2, 32, 20, 24});
+  set_conv_algorithm(ConvAlgorithm::kDirect);
+  at::Tensor direct = conv->forward(x);
+  EXPECT_TRUE(direct.equal(at::relu(at::conv2d(x, conv->weight(), conv->bias(), 1, 1))));
+  set_conv_algorithm(ConvAlgorithm::kAuto);
+  at::Tensor automatic = conv->forward(x);
+  const double diff = (automatic - direct).abs().max().item<double>();
+  std::cout << "[ conv algorithm ] auto vs direct, 3x3 conv + ReLU: max diff " << diff << "\n";
+  EXPECT_LT(diff, 1e-4);
+  EXPECT_EQ(parse_conv_algorithm("auto"), ConvAlgorithm::kAuto);
+  EXPECT_EQ(parse_conv_algorithm("direct"), ConvAlgorithm::kDirect);
+  try {
+    parse_conv_algorithm("winograd");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CONV_ALGORITHM 'winograd'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(conv_algorithm_report(ConvAlgorithm::kDirect).find("direct"), std::string::npos);
 }
 
 TEST(Norm, ByConfigName) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_world_size_invariance.py DETKIT CONFIG WORKDIR -- KEY VALUE...
+"""check_world_size_invariance.py [--weight-tolerance T] DETKIT CONFIG WORKDIR -- KEY VALUE...
 
 The same training run at world size 1, 2 and 4 (`detkit train --num-gpus N`, Gloo over
 127.0.0.1, one thread per rank; DATALOADER.WORLD_SIZE_INVARIANT, the default):
@@ -63,9 +63,13 @@ def weights(out):
 
 
 def main():
-    split = sys.argv.index("--")
-    detkit, config, work = sys.argv[1:split]
-    overrides = sys.argv[split + 1:]
+    args = sys.argv[1:]
+    tolerance = WEIGHT_TOLERANCE
+    if args[0] == "--weight-tolerance":
+        tolerance, args = float(args[1]), args[2:]
+    split = args.index("--")
+    detkit, config, work = args[:split]
+    overrides = args[split + 1:]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     failures = []
@@ -113,7 +117,7 @@ def main():
         worst = max((reference[k].double() - other[k].double()).abs().max().item() for k in floats)
         print(f"[ invariance ] weights after 2 steps, {name}: max abs diff {worst:.3g} vs 1 rank "
               f"({worst / moved:.2g} of the step)")
-        if worst > WEIGHT_TOLERANCE * moved:
+        if worst > tolerance * moved:
             failures.append(f"weights of {name}: max abs diff {worst:.3g} (the step moved {moved:.3g})")
     if failures:
         sys.exit("; ".join(failures))

@@ -1,8 +1,12 @@
 #include "detkit/modeling/meta_arch/meta_arch.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 
+#include <atomic>
+
 #include "detkit/config/unimplemented.h"
+#include "detkit/layers/conv2d.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -45,9 +49,17 @@ c10::Device model_device(const config::CfgNode& cfg) {
   return *device;
 }
 
+namespace {
+std::atomic<bool> logged_conv_algorithm{false};  // said once per process, and on each change
+}  // namespace
+
 std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
   config::check_implemented(cfg);
   const c10::Device device = model_device(cfg);
+  const auto algorithm = layers::parse_conv_algorithm(cfg.get_string("CONV_ALGORITHM"));
+  if (algorithm != layers::conv_algorithm() || !logged_conv_algorithm.exchange(true))
+    spdlog::info("{}", layers::conv_algorithm_report(algorithm));
+  layers::set_conv_algorithm(algorithm);
   auto model = meta_arch_registry().get(cfg.get_string("MODEL.META_ARCHITECTURE"))(cfg);
   model->to(device);
   return model;

@@ -69,7 +69,8 @@ Registry<MetaArchFactory>& meta_arch_registry();
 /// "cuda" in a build without CUDA, is a detkit::Error naming the key and what the build supports.
 c10::Device model_device(const config::CfgNode& cfg);
 
-/// Builds MODEL.META_ARCHITECTURE from the config and moves it to MODEL.DEVICE. A key detkit
+/// Builds MODEL.META_ARCHITECTURE from the config and moves it to MODEL.DEVICE; sets the
+/// process's convolution algorithm from CONV_ALGORITHM (layers::set_conv_algorithm). A key detkit
 /// does not implement, set to a non-default value, is a detkit::Error naming it
 /// (config::check_implemented).
 std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg);

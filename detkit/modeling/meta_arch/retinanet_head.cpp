@@ -10,11 +10,11 @@
 namespace detkit::modeling {
 namespace {
 
-torch::nn::Conv2d conv3x3(int64_t in, int64_t out) {
-  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(in, out, 3).stride(1).padding(1));
+layers::Conv2d conv3x3(int64_t in, int64_t out) {
+  layers::Conv2d conv(layers::Conv2dOptions(in, out, 3).stride(1).padding(1));
   torch::NoGradGuard no_grad;
-  torch::nn::init::normal_(conv->weight, 0.0, 0.01);
-  torch::nn::init::constant_(conv->bias, 0.0);
+  torch::nn::init::normal_(conv->weight(), 0.0, 0.01);
+  torch::nn::init::constant_(conv->bias(), 0.0);
   return conv;
 }
 
@@ -37,7 +37,7 @@ RetinaNetHeadImpl::RetinaNetHeadImpl(const RetinaNetHeadOptions& o) : options_(o
       register_module("cls_score", conv3x3(o.in_channels(), o.num_anchors() * o.num_classes()));
   bbox_pred_ = register_module("bbox_pred", conv3x3(o.in_channels(), o.num_anchors() * 4));
   torch::NoGradGuard no_grad;
-  cls_score_->bias.fill_(-std::log((1 - o.prior_prob()) / o.prior_prob()));
+  cls_score_->bias().fill_(-std::log((1 - o.prior_prob()) / o.prior_prob()));
 }
 
 std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> RetinaNetHeadImpl::forward(

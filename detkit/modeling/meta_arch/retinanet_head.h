@@ -5,10 +5,11 @@
 // N(0, 0.01) weights and zero biases; cls_score's bias is -log((1 - p) / p) for the prior p.
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/conv.h>
 
 #include <utility>
 #include <vector>
+
+#include "detkit/layers/conv2d.h"
 
 namespace detkit::modeling {
 
@@ -36,7 +37,7 @@ class RetinaNetHeadImpl : public torch::nn::Module {
  private:
   RetinaNetHeadOptions options_;
   torch::nn::Sequential cls_subnet_, bbox_subnet_;
-  torch::nn::Conv2d cls_score_{nullptr}, bbox_pred_{nullptr};
+  layers::Conv2d cls_score_{nullptr}, bbox_pred_{nullptr};
 };
 TORCH_MODULE(RetinaNetHead);
 

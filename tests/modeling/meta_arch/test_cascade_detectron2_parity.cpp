@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "detkit/layers/conv2d.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "detkit/modeling/roi_heads/cascade_rcnn.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
@@ -136,22 +137,32 @@ TEST(CascadeParity, DetectionsAndMasksMatchDetectron2) {
   }
 }
 
+// Under libtorch's direct convolutions, Detectron2's kernels, the gradients are held to the
+// fixture's 1e-4. Under the default CONV_ALGORITHM auto the Winograd kernels' rounding (about
+// 10x the direct kernels', tests/ops/test_winograd_conv2d.cpp) reaches the box head's fc2 through
+// the pooled features: 1.1e-4 of its largest value measured, held to 3e-4. Losses: 1e-4 in both.
 TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
   CascadeFixture f;
   REQUIRE_FIXTURE(f);
-  auto model = f.model();
-  model->train();
-  auto batch = f.batch(true);
-  for (int i = 0; i < 2; ++i) {  // the reconstructed ground truth is the one Detectron2 used
-    const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
-    EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
+  for (auto [algorithm, tolerance] : {std::pair{layers::ConvAlgorithm::kDirect, 1e-4},
+                                      std::pair{layers::ConvAlgorithm::kAuto, 3e-4}}) {
+    layers::set_conv_algorithm(algorithm);
+    const std::string label = algorithm == layers::ConvAlgorithm::kAuto ? "cascade (auto)"
+                                                                        : "cascade (direct)";
+    auto model = f.model();
+    model->train();
+    auto batch = f.batch(true);
+    for (int i = 0; i < 2; ++i) {  // the reconstructed ground truth is the one Detectron2 used
+      const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
+      EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
+    }
+    testing::CapturedScalars scalars;
+    const auto losses = model->losses(batch);
+    testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], label);
+    EXPECT_EQ(losses.size(), 9u);
+    testing::expect_losses_match(losses, f.meta["train_losses"], label).backward();
+    EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), label, tolerance), 8);
   }
-  testing::CapturedScalars scalars;
-  const auto losses = model->losses(batch);
-  testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], "cascade");
-  EXPECT_EQ(losses.size(), 9u);
-  testing::expect_losses_match(losses, f.meta["train_losses"], "cascade").backward();
-  EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "cascade"), 8);
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+#pragma once
+// oneDNN's Winograd F(4x4, 3x3) convolution kernels (AVX-512 CPUs) for a 3x3 kernel, stride 1,
+// padding 1, dilation 1, one group, on contiguous float32 NCHW CPU tensors. Internal to ops/:
+// models go through ops/winograd_conv2d.h, which adds autograd and the choice of algorithm.
+#include <ATen/core/Tensor.h>
+
+#include <array>
+
+namespace detkit::ops::cpu {
+
+/// Whether oneDNN offers its Winograd kernels for this shape on this CPU (false on CPUs without
+/// AVX-512, where oneDNN has none). The answer is cached per shape.
+/// n: batch, c: input channels, o: output channels, h x w: the map (input and output size).
+bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w);
+
+/// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).
+/// `training` picks oneDNN's forward-training descriptor (the one the backward passes pair with).
+at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
+                                   const at::Tensor& bias, bool training);
+
+struct WinogradGrads {
+  at::Tensor input, weight, bias;  // undefined where not asked for
+};
+
+/// Gradients of winograd_conv2d_forward(input, weight, bias) for grad_output (N, O, H, W):
+/// needed = {input, weight, bias}. oneDNN computes the weight's and the bias's in one pass.
+WinogradGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                       const at::Tensor& weight, bool with_bias,
+                                       std::array<bool, 3> needed);
+
+}  // namespace detkit::ops::cpu

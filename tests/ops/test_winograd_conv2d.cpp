@@ -1,0 +1,134 @@
+// detkit::ops::winograd_conv2d: forward and the three gradients against a float64 at::conv2d, next
+// to float32 at::conv2d's own distance from it (the rounding Winograd adds is what is measured),
+// and when it applies. Skipped on CPUs without oneDNN's Winograd kernels (no AVX-512).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ATen/autocast_mode.h>
+
+#include <iostream>
+#include <string>
+
+#include "detkit/ops/cpu/winograd_conv2d_kernel.h"
+#include "detkit/ops/winograd_conv2d.h"
+
+namespace detkit::ops {
+namespace {
+
+bool have_kernels() { return cpu::winograd_kernel_available(2, 64, 64, 32, 32); }
+
+#define SKIP_WITHOUT_WINOGRAD()                                                             \
+  if (!have_kernels())                                                                      \
+  GTEST_SKIP() << "oneDNN has no Winograd kernels on this CPU (they need AVX-512; see lscpu)"
+
+struct Case {
+  int64_t n, c, o, h, w;
+  bool bias;
+};
+
+std::string describe(const Case& k) {
+  return "input (" + std::to_string(k.n) + ", " + std::to_string(k.c) + ", " +
+         std::to_string(k.h) + ", " + std::to_string(k.w) + "), " + std::to_string(k.o) +
+         " outputs" + (k.bias ? ", bias" : "");
+}
+
+struct Result {
+  at::Tensor out, grad_input, grad_weight, grad_bias;
+};
+
+// The convolution and its gradients for upstream gradient `g`, by Winograd or by at::conv2d.
+Result run(bool winograd, const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0,
+           const at::Tensor& g) {
+  at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  at::Tensor b = b0.defined() ? b0.clone().requires_grad_(true) : at::Tensor();
+  at::Tensor y = winograd ? winograd_conv2d(x, w, b) : at::conv2d(x, w, b, 1, 1);
+  y.backward(g);
+  return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : at::Tensor()};
+}
+
+// max |a - ref| / max |ref|
+double relative_error(const at::Tensor& a, const at::Tensor& ref) {
+  return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
+}
+
+TEST(WinogradConv2d, ForwardAndGradientsAgreeWithConv2dWithinFloat32Rounding) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::manual_seed(0);
+  // An FPN head's map, a 27-channel class-score conv without a bias, a mask head's ROI batch, a
+  // map whose sides are not multiples of Winograd's 4x4 tile.
+  for (const Case& k : {Case{2, 64, 64, 32, 48, true}, Case{1, 128, 27, 40, 40, false},
+                        Case{24, 128, 128, 14, 14, true}, Case{3, 32, 48, 23, 17, true}}) {
+    SCOPED_TRACE(describe(k));
+    at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();  // activations after a ReLU
+    at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
+    at::Tensor b = k.bias ? at::randn({k.o}) * 0.1 : at::Tensor();
+    at::Tensor g = at::randn({k.n, k.o, k.h, k.w});
+    ASSERT_TRUE(winograd_conv2d_applies(x, w, 1, 1, 1, 1));
+    Result ref = run(false, x.to(at::kDouble), w.to(at::kDouble),
+                     k.bias ? b.to(at::kDouble) : b, g.to(at::kDouble));
+    Result direct = run(false, x, w, b, g), wino = run(true, x, w, b, g);
+    const char* names[] = {"output", "grad_input", "grad_weight", "grad_bias"};
+    const at::Tensor Result::*fields[] = {&Result::out, &Result::grad_input, &Result::grad_weight,
+                                          &Result::grad_bias};
+    for (int i = 0; i < (k.bias ? 4 : 3); ++i) {
+      const double e_wino = relative_error(wino.*fields[i], ref.*fields[i]);
+      const double e_direct = relative_error(direct.*fields[i], ref.*fields[i]);
+      std::cout << "[ winograd ] " << describe(k) << " " << names[i]
+                << ": max diff / max |value| winograd " << e_wino << ", at::conv2d float32 "
+                << e_direct << std::endl;
+      EXPECT_EQ((wino.*fields[i]).sizes(), (ref.*fields[i]).sizes());
+      // Winograd's transforms cost about a decimal digit against the direct kernels' ~1e-7.
+      EXPECT_LT(e_wino, 1e-5) << names[i];
+    }
+    if (!k.bias) EXPECT_FALSE(wino.grad_bias.defined());
+  }
+}
+
+TEST(WinogradConv2d, ComputesOnlyTheGradientsAskedFor) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::manual_seed(1);
+  at::Tensor x = at::randn({2, 32, 32, 32});  // a frozen input: no gradient wanted
+  at::Tensor w = (at::randn({32, 32, 3, 3}) * 0.1).requires_grad_(true);
+  at::Tensor b = at::zeros({32});  // a bias that is not trained
+  winograd_conv2d(x, w, b).sum().backward();
+  EXPECT_FALSE(x.grad().defined());
+  ASSERT_TRUE(w.grad().defined());
+  at::Tensor w2 = w.detach().clone().requires_grad_(true);
+  at::conv2d(x, w2, b, 1, 1).sum().backward();
+  EXPECT_LT(relative_error(w.grad(), w2.grad().to(at::kDouble)), 2e-5);
+
+  // Without gradient mode the forward-inference kernel runs; the values are the same.
+  torch::NoGradGuard no_grad;
+  at::Tensor y = winograd_conv2d(x, w, b);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_LT(relative_error(y, at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble),
+                                         1, 1)),
+            2e-5);
+}
+
+TEST(WinogradConv2d, AppliesOnlyToLargeFloat32ThreeByThreeStrideOneMaps) {
+  SKIP_WITHOUT_WINOGRAD();
+  at::Tensor x = at::randn({2, 64, 32, 32}), w = at::randn({64, 64, 3, 3});
+  EXPECT_TRUE(winograd_conv2d_applies(x, w, 1, 1, 1, 1));
+  EXPECT_FALSE(winograd_conv2d_applies(x, w, 2, 1, 1, 1)) << "stride 2";
+  EXPECT_FALSE(winograd_conv2d_applies(x, w, 1, 2, 2, 1)) << "dilation 2";
+  EXPECT_FALSE(winograd_conv2d_applies(x, at::randn({64, 32, 3, 3}), 1, 1, 1, 2)) << "groups";
+  EXPECT_FALSE(winograd_conv2d_applies(x, at::randn({64, 64, 1, 1}), 1, 0, 1, 1)) << "1x1";
+  EXPECT_FALSE(winograd_conv2d_applies(x.to(at::kDouble), w.to(at::kDouble), 1, 1, 1, 1));
+  EXPECT_FALSE(winograd_conv2d_applies(x.to(at::kBFloat16), w.to(at::kBFloat16), 1, 1, 1, 1));
+  EXPECT_FALSE(winograd_conv2d_applies(x.transpose(2, 3), w, 1, 1, 1, 1)) << "not contiguous";
+  // Maps below kWinogradMinMapPixels stay direct, whatever the batch; an empty batch too.
+  EXPECT_FALSE(winograd_conv2d_applies(at::randn({64, 64, 13, 14}), w, 1, 1, 1, 1));
+  EXPECT_TRUE(winograd_conv2d_applies(at::randn({1, 64, 14, 14}), w, 1, 1, 1, 1));
+  EXPECT_FALSE(winograd_conv2d_applies(at::randn({0, 64, 14, 14}), w, 1, 1, 1, 1));
+  {
+    at::autocast::set_cpu_enabled(true);  // bfloat16 autocast: libtorch's kernels
+    const bool applies = winograd_conv2d_applies(x, w, 1, 1, 1, 1);
+    at::autocast::set_cpu_enabled(false);
+    EXPECT_FALSE(applies);
+  }
+  EXPECT_THROW(winograd_conv2d(x, w.narrow(1, 0, 32).contiguous(), at::Tensor()), c10::Error);
+}
+
+}  // namespace
+}  // namespace detkit::ops
