@@ -1,8 +1,7 @@
 #!/usr/bin/python3
 """detkit vs torchvision side by side on this machine: training, inference and data loading
-images/s of Mask R-CNN, Faster R-CNN, RetinaNet and (inference only: shapes have no keypoints)
-Keypoint R-CNN R50-FPN, alternating A/B runs in one invocation (--models picks some of
-mask,faster,retinanet,keypoint).
+images/s of Mask R-CNN, Faster R-CNN, RetinaNet and Keypoint R-CNN R50-FPN, alternating A/B
+runs in one invocation (--models picks some of mask,faster,retinanet,keypoint).
 
     cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
 
@@ -113,15 +112,28 @@ def detkit_command(args, task, model, iters, window):
         command += ["SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", args.amp]
     if task == "train" and args.warmup_iters:
         command += ["SOLVER.WARMUP_ITERS", str(args.warmup_iters)]
+    if task == "train" and model == "keypoint":
+        command += KEYPOINT_TRAINING
     return command
 
 
+# Keypoint R-CNN trains on the triangles and their corners (one class, 3 keypoints).
+KEYPOINT_TRAINING = ["DATASETS.TRAIN", "('shapes_triangles_train',)", "MODEL.ROI_HEADS.NUM_CLASSES",
+                     "1", "MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS", "3"]
+
+
 def peer_command(args, task, model, iters, window):
-    return [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
-            "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
-            "--iters", str(iters), "--window", window, "--threads", str(args.threads),
-            "--workers", str(args.workers)] + (["--amp"] if args.amp and task != "data" else []) \
-        + (["--warmup-iters", str(args.warmup_iters)] if task == "train" and args.warmup_iters else [])
+    command = [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
+               "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
+               "--iters", str(iters), "--window", window, "--threads", str(args.threads),
+               "--workers", str(args.workers)]
+    if args.amp and task != "data":
+        command += ["--amp"]
+    if task == "train" and args.warmup_iters:
+        command += ["--warmup-iters", str(args.warmup_iters)]
+    if task == "train" and model == "keypoint":
+        command += ["--num-classes", "1", "--num-keypoints", "3"]
+    return command
 
 
 def save_raw(args, results):
@@ -175,8 +187,7 @@ def main():
             print(f"both sides on OpenBLAS's {chosen.group(1)} kernels", file=sys.stderr)
 
     plan = [(task, model) for task in args.tasks.split(",") for model in args.models.split(",")
-            if not (task == "data" and model != "mask")  # one loader row: with masks
-            and not (task == "train" and model == "keypoint")]  # no keypoints to train on
+            if not (task == "data" and model != "mask")]  # one loader row: with masks
     results = {}  # (task, model, side) -> [result per round]
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", file=sys.stderr, flush=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """torchvision's side of bench/compare_torchvision: the same three measurements as
 `detkit benchmark` (train, eval, data), with torchvision's Mask R-CNN / Faster R-CNN R50-FPN
-(random init) and a torch DataLoader, on a COCO-format dataset made by `detkit make-shapes`.
+(random init) and a torch DataLoader, on a COCO-format dataset made by `detkit make-shapes`;
+Keypoint R-CNN trains on its triangle_keypoints files (the triangles' corners).
 
 Prints one JSON object on stdout with the fields `detkit benchmark --json` prints:
 images_per_second, seconds_per_iter, data_seconds_per_iter (means over --window) and
@@ -11,7 +12,7 @@ DataLoader workers included).
 The loader does what torchvision's models need, in the DataLoader's worker processes: decode the
 JPEG (PIL), resize as Detectron2's ResizeShortestEdge (PIL bilinear; skipped at scale 1), scale
 the boxes, and rasterise each instance's polygons to a full-image mask (PIL ImageDraw) when the
-model has a mask head.
+model has a mask head, or scale the (K, 3) keypoints when it has a keypoint head.
 """
 import argparse
 import collections
@@ -31,7 +32,8 @@ from PIL import Image, ImageDraw
 class ShapesCoco(torch.utils.data.Dataset):
     """COCO instances JSON + image folder -> (float RGB image in [0, 1], torchvision target)."""
 
-    def __init__(self, json_file, image_root, min_size, max_size, with_masks, drop_empty):
+    def __init__(self, json_file, image_root, min_size, max_size, with_masks, drop_empty,
+                 with_keypoints=False):
         with open(json_file) as f:
             coco = json.load(f)
         by_image = collections.defaultdict(list)
@@ -45,6 +47,7 @@ class ShapesCoco(torch.utils.data.Dataset):
         self.image_root = image_root
         self.min_size, self.max_size = min_size, max_size
         self.with_masks = with_masks
+        self.with_keypoints = with_keypoints
 
     def __len__(self):
         return len(self.images)
@@ -81,6 +84,12 @@ class ShapesCoco(torch.utils.data.Dataset):
                     draw.polygon(xy, fill=1)
                 masks[i] = np.asarray(canvas)
             target["masks"] = torch.from_numpy(masks)
+        if self.with_keypoints:  # COCO's flat [x, y, v] * K, scaled with the image
+            keypoints = torch.tensor([a["keypoints"] for a in anns], dtype=torch.float32)
+            keypoints = keypoints.reshape(len(anns), -1, 3)
+            keypoints[:, :, 0] *= sx
+            keypoints[:, :, 1] *= sy
+            target["keypoints"] = keypoints
         return tensor, target
 
 
@@ -90,9 +99,13 @@ def collate(batch):
 
 def make_loader(args, split, train):
     root = os.path.join(args.dataset_dir, split)
-    json_file = os.path.join(args.dataset_dir, "annotations", f"instances_{split}.json")
+    keypoints = train and args.model == "keypoint"  # the triangles and their corners
+    json_file = os.path.join(args.dataset_dir, "annotations",
+                             f"triangle_keypoints_{split}.json" if keypoints
+                             else f"instances_{split}.json")
     dataset = ShapesCoco(json_file, root, args.min_size, args.max_size,
-                         with_masks=train and args.model == "mask", drop_empty=train)
+                         with_masks=train and args.model == "mask", drop_empty=train,
+                         with_keypoints=keypoints)
     if train:
         generator = torch.Generator().manual_seed(args.seed)
         sampler = torch.utils.data.RandomSampler(
@@ -112,9 +125,10 @@ def build_model(args):
     build = {"mask": torchvision.models.detection.maskrcnn_resnet50_fpn,
              "faster": torchvision.models.detection.fasterrcnn_resnet50_fpn,
              "keypoint": torchvision.models.detection.keypointrcnn_resnet50_fpn}[args.model]
+    extra = {"num_keypoints": args.num_keypoints} if args.model == "keypoint" else {}
     return build(weights=None, weights_backbone=None, num_classes=args.num_classes + 1,
                  min_size=args.min_size, max_size=args.max_size, box_score_thresh=0.0,
-                 box_detections_per_img=100)
+                 box_detections_per_img=100, **extra)
 
 
 def enable_cpu_autocast_rules():
@@ -254,6 +268,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--num-classes", type=int, default=3)
+    parser.add_argument("--num-keypoints", type=int, default=17, help="Keypoint R-CNN's K")
     parser.add_argument("--min-size", type=int, default=384)
     parser.add_argument("--max-size", type=int, default=512)
     parser.add_argument("--lr", type=float, default=0.002)

@@ -97,7 +97,7 @@ TEST(WinogradConv2d, ComputesOnlyTheGradientsAskedFor) {
   at::conv2d(x, w2, b, 1, 1).sum().backward();
   EXPECT_LT(relative_error(w.grad(), w2.grad().to(at::kDouble)), 2e-5);
 
-  // Without gradient mode the forward-inference kernel runs; the values are the same.
+  // Without gradient mode the same kernels run and nothing is recorded for backward.
   torch::NoGradGuard no_grad;
   at::Tensor y = winograd_conv2d(x, w, b);
   EXPECT_FALSE(y.requires_grad());

@@ -16,13 +16,12 @@ using torch::autograd::variable_list;
 class WinogradConv2dFunction : public torch::autograd::Function<WinogradConv2dFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
-                               const at::Tensor& weight, const at::Tensor& bias,
-                               bool training) {
+                               const at::Tensor& weight, const at::Tensor& bias) {
     const bool with_bias = bias.numel() > 0;  // (0) stands for no bias: apply() needs a tensor
     ctx->saved_data["with_bias"] = with_bias;
     ctx->save_for_backward({input, weight});
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return {cpu::winograd_conv2d_forward(input, weight, with_bias ? bias : at::Tensor(), training)};
+    return {cpu::winograd_conv2d_forward(input, weight, with_bias ? bias : at::Tensor())};
   }
 
   static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
@@ -31,7 +30,7 @@ class WinogradConv2dFunction : public torch::autograd::Function<WinogradConv2dFu
     auto grads = cpu::winograd_conv2d_backward(
         grad_output[0].contiguous(), saved[0], saved[1], with_bias,
         {ctx->needs_input_grad(0), ctx->needs_input_grad(1), with_bias && ctx->needs_input_grad(2)});
-    return {grads.input, grads.weight, grads.bias, at::Tensor()};
+    return {grads.input, grads.weight, grads.bias};
   }
 };
 
@@ -63,11 +62,7 @@ at::Tensor winograd_conv2d(const at::Tensor& input, const at::Tensor& weight,
               weight.sizes(), " are not a float32 3x3 convolution oneDNN's Winograd kernels run");
   // Profiles and analysis::FlopCounter see it under this name, with (input, weight).
   RECORD_FUNCTION("detkit::winograd_conv2d", std::vector<c10::IValue>({input, weight}));
-  const bool training = at::GradMode::is_enabled() &&
-                        (input.requires_grad() || weight.requires_grad() ||
-                         (bias.defined() && bias.requires_grad()));
-  return WinogradConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}),
-                                       training)[0];
+  return WinogradConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}))[0];
 }
 
 }  // namespace detkit::ops

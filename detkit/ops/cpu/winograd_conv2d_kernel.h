@@ -14,9 +14,8 @@ namespace detkit::ops::cpu {
 bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w);
 
 /// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).
-/// `training` picks oneDNN's forward-training descriptor (the one the backward passes pair with).
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
-                                   const at::Tensor& bias, bool training);
+                                   const at::Tensor& bias);
 
 struct WinogradGrads {
   at::Tensor input, weight, bias;  // undefined where not asked for
