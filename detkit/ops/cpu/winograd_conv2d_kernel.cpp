@@ -75,11 +75,13 @@ std::unique_ptr<WinogradConv> make_conv(const ShapeKey& k) {
   auto conv = std::unique_ptr<WinogradConv>(new WinogradConv{k, {}, {}, {}, {}, {}, {}});
   const auto bias = k.bias ? any_layout({k.o}) : memory::desc();
   try {
-    dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, any_layout(conv->src()),
-        any_layout(conv->weights()), bias, any_layout(conv->dst()), WinogradConv::unit(),
-        WinogradConv::unit(), WinogradConv::unit());
-    conv->forward_pd = dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_winograd,
+                                      any_layout(conv->src()), any_layout(conv->weights()), bias,
+                                      any_layout(conv->dst()), WinogradConv::unit(),
+                                      WinogradConv::unit(), WinogradConv::unit());
+    conv->forward_pd =
+        dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -148,7 +150,7 @@ class Execution {
     return m;
   }
 
-  /// Where the primitive writes a result that must end up in `t`; finish() copies it there.
+  /// Where the primitive writes a result that must end up in `t`; run() copies it there.
   memory output(const at::Tensor& t, const memory::desc& made, memory::format_tag plain) {
     memory user(memory::desc(dims_of(t), memory::data_type::f32, plain), cpu_engine(),
                 t.data_ptr());
