@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     at::Tensor x = at::randn({s.n, s.c, s.h, s.w}).relu_();
     at::Tensor w = at::randn({s.o, s.c, 3, 3}) * 0.02, b = at::zeros({s.o});
-    if (!detkit::ops::winograd_conv2d_applies(x, w, 1, 1, 1, 1)) continue;
+    if (!detkit::ops::winograd_conv2d_applies(x, w, b, 1, 1, 1, 1)) continue;
     auto direct = [&](const at::Tensor& xi, const at::Tensor& wi, const at::Tensor& bi) {
       return at::conv2d(xi, wi, bi, 1, 1);
     };

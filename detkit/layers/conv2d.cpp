@@ -44,9 +44,8 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
   TORCH_CHECK(o.in_channels() % o.groups() == 0 && o.out_channels() % o.groups() == 0,
               "Conv2d: channels ", o.in_channels(), " -> ", o.out_channels(),
               " are not divisible by groups ", o.groups());
-  weight_ = register_parameter(
-      "weight", at::empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size(),
-                           o.kernel_size()}));
+  weight_ = register_parameter("weight", at::empty({o.out_channels(), o.in_channels() / o.groups(),
+                                                    o.kernel_size(), o.kernel_size()}));
   torch::nn::init::kaiming_uniform_(weight_, std::sqrt(5.0));  // torch.nn.Conv2d's default
   if (o.bias()) {
     double bound = 1.0 / std::sqrt(double(weight_[0].numel()));
@@ -60,7 +59,7 @@ at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   const auto& o = options_;
   at::Tensor y =
       conv_algorithm() == ConvAlgorithm::kAuto &&
-              ops::winograd_conv2d_applies(x, weight_, o.stride(), o.padding(), o.dilation(),
+              ops::winograd_conv2d_applies(x, weight_, bias_, o.stride(), o.padding(), o.dilation(),
                                            o.groups())
           ? ops::winograd_conv2d(x, weight_, bias_)
           : at::conv2d(x, weight_, bias_, {o.stride(), o.stride()}, {o.padding(), o.padding()},

@@ -15,8 +15,10 @@ namespace detkit::ops {
 /// for which oneDNN has the kernels (AVX-512; none on AVX2-only CPUs, where this is always false).
 /// The choice does not depend on the batch size, so a batch split over ranks runs the same
 /// kernels on each slice as one process on the whole batch (DATALOADER.WORLD_SIZE_INVARIANT).
-bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight, int64_t stride,
-                             int64_t padding, int64_t dilation, int64_t groups);
+/// Arguments as at::conv2d's (bias may be undefined).
+bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight,
+                             const at::Tensor& bias, int64_t stride, int64_t padding,
+                             int64_t dilation, int64_t groups);
 
 /// Whether oneDNN has Winograd kernels on this CPU at all (AVX-512), probed once.
 bool winograd_conv2d_available();
@@ -29,7 +31,7 @@ bool winograd_conv2d_available();
 constexpr int64_t kWinogradMinMapPixels = 14 * 14;
 
 /// at::conv2d(input, weight, bias, 1, 1) by Winograd, differentiable with respect to all three
-/// (no double backward). Requires winograd_conv2d_applies(input, weight, 1, 1, 1, 1).
+/// (no double backward). Requires winograd_conv2d_applies(input, weight, bias, 1, 1, 1, 1).
 /// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).
 at::Tensor winograd_conv2d(const at::Tensor& input, const at::Tensor& weight,
                            const at::Tensor& bias);

@@ -27,9 +27,10 @@ class WinogradConv2dFunction : public torch::autograd::Function<WinogradConv2dFu
   static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
     const auto saved = ctx->get_saved_variables();
     const bool with_bias = ctx->saved_data["with_bias"].toBool();
-    auto grads = cpu::winograd_conv2d_backward(
-        grad_output[0].contiguous(), saved[0], saved[1], with_bias,
-        {ctx->needs_input_grad(0), ctx->needs_input_grad(1), with_bias && ctx->needs_input_grad(2)});
+    auto grads =
+        cpu::winograd_conv2d_backward(grad_output[0].contiguous(), saved[0], saved[1], with_bias,
+                                      {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                       with_bias && ctx->needs_input_grad(2)});
     return {grads.input, grads.weight, grads.bias};
   }
 };
@@ -37,12 +38,13 @@ class WinogradConv2dFunction : public torch::autograd::Function<WinogradConv2dFu
 }  // namespace
 
 bool winograd_conv2d_available() {
-  static const bool available = cpu::winograd_kernel_available(1, 64, 64, 32, 32);
+  static const bool available = cpu::winograd_kernel_available(1, 64, 64, 32, 32, false);
   return available;
 }
 
-bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight, int64_t stride,
-                             int64_t padding, int64_t dilation, int64_t groups) {
+bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight,
+                             const at::Tensor& bias, int64_t stride, int64_t padding,
+                             int64_t dilation, int64_t groups) {
   if (stride != 1 || padding != 1 || dilation != 1 || groups != 1) return false;
   if (!input.device().is_cpu() || input.scalar_type() != at::kFloat ||
       weight.scalar_type() != at::kFloat || input.dim() != 4 || !input.is_contiguous() ||
@@ -51,15 +53,15 @@ bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight, 
     return false;
   if (at::autocast::is_cpu_enabled()) return false;  // bfloat16 convolutions: libtorch's
   if (input.size(0) == 0 || input.size(2) * input.size(3) < kWinogradMinMapPixels) return false;
-  return cpu::winograd_kernel_available(input.size(0), input.size(1), weight.size(0),
-                                        input.size(2), input.size(3));
+  return cpu::winograd_kernel_available(input.size(0), input.size(1), weight.size(0), input.size(2),
+                                        input.size(3), bias.defined());
 }
 
 at::Tensor winograd_conv2d(const at::Tensor& input, const at::Tensor& weight,
                            const at::Tensor& bias) {
-  TORCH_CHECK(winograd_conv2d_applies(input, weight, 1, 1, 1, 1),
-              "winograd_conv2d: input ", input.sizes(), " ", input.scalar_type(), " and weight ",
-              weight.sizes(), " are not a float32 3x3 convolution oneDNN's Winograd kernels run");
+  TORCH_CHECK(winograd_conv2d_applies(input, weight, bias, 1, 1, 1, 1), "winograd_conv2d: input ",
+              input.sizes(), " ", input.scalar_type(), " and weight ", weight.sizes(),
+              " are not a float32 3x3 convolution oneDNN's Winograd kernels run");
   // Profiles and analysis::FlopCounter see it under this name, with (input, weight).
   RECORD_FUNCTION("detkit::winograd_conv2d", std::vector<c10::IValue>({input, weight}));
   return WinogradConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}))[0];

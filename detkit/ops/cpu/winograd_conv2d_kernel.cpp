@@ -5,10 +5,10 @@
 #include "detkit/ops/cpu/winograd_conv2d_kernel.h"
 
 #include <ATen/ATen.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +39,11 @@ struct ShapeKeyHash {
     return h;
   }
 };
+
+/// The shape of conv(input (N, C, H, W), weight (O, C, 3, 3)).
+ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias) {
+  return {input.size(0), input.size(1), weight.size(0), input.size(2), input.size(3), bias};
+}
 
 memory::desc any_layout(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
@@ -75,11 +80,10 @@ std::unique_ptr<WinogradConv> make_conv(const ShapeKey& k) {
   auto conv = std::unique_ptr<WinogradConv>(new WinogradConv{k, {}, {}, {}, {}, {}, {}});
   const auto bias = k.bias ? any_layout({k.o}) : memory::desc();
   try {
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_winograd,
-                                      any_layout(conv->src()), any_layout(conv->weights()), bias,
-                                      any_layout(conv->dst()), WinogradConv::unit(),
-                                      WinogradConv::unit(), WinogradConv::unit());
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
+        any_layout(conv->src()), any_layout(conv->weights()), bias, any_layout(conv->dst()),
+        WinogradConv::unit(), WinogradConv::unit(), WinogradConv::unit());
     conv->forward_pd =
         dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
   } catch (const dnnl::error&) {
@@ -105,19 +109,17 @@ class ConvCache {
     const auto& k = conv.key;
     if (!conv.backward_input_pd) {
       dnnl::convolution_backward_data::desc d(
-          dnnl::algorithm::convolution_winograd, any_layout(conv.src()),
-          any_layout(conv.weights()), any_layout(conv.dst()), WinogradConv::unit(),
-          WinogradConv::unit(), WinogradConv::unit());
+          dnnl::algorithm::convolution_winograd, any_layout(conv.src()), any_layout(conv.weights()),
+          any_layout(conv.dst()), WinogradConv::unit(), WinogradConv::unit(), WinogradConv::unit());
       conv.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
           d, user_scratchpad(), cpu_engine(), conv.forward_pd);
       conv.backward_input = dnnl::convolution_backward_data(*conv.backward_input_pd);
     }
     if (!conv.backward_weight_pd) {
       dnnl::convolution_backward_weights::desc d(
-          dnnl::algorithm::convolution_winograd, any_layout(conv.src()),
-          any_layout(conv.weights()), k.bias ? any_layout({k.o}) : memory::desc(),
-          any_layout(conv.dst()), WinogradConv::unit(), WinogradConv::unit(),
-          WinogradConv::unit());
+          dnnl::algorithm::convolution_winograd, any_layout(conv.src()), any_layout(conv.weights()),
+          k.bias ? any_layout({k.o}) : memory::desc(), any_layout(conv.dst()), WinogradConv::unit(),
+          WinogradConv::unit(), WinogradConv::unit());
       conv.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
           d, user_scratchpad(), cpu_engine(), conv.forward_pd);
       conv.backward_weight = dnnl::convolution_backward_weights(*conv.backward_weight_pd);
@@ -201,22 +203,21 @@ using tag = memory::format_tag;
 
 std::shared_ptr<WinogradConv> conv_for(const ShapeKey& k) {
   auto conv = cache().get(k);
-  TORCH_CHECK(conv, "detkit winograd_conv2d: oneDNN has no Winograd kernel for input (", k.n,
-              ", ", k.c, ", ", k.h, ", ", k.w, ") and ", k.o,
+  TORCH_CHECK(conv, "detkit winograd_conv2d: oneDNN has no Winograd kernel for input (", k.n, ", ",
+              k.c, ", ", k.h, ", ", k.w, ") and ", k.o,
               " output channels on this CPU (check winograd_kernel_available first)");
   return conv;
 }
 
 }  // namespace
 
-bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w) {
-  return cache().get({n, c, o, h, w, /*bias=*/false}) != nullptr;
+bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias) {
+  return cache().get({n, c, o, h, w, bias}) != nullptr;
 }
 
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                    const at::Tensor& bias) {
-  const ShapeKey k{input.size(0), input.size(1), weight.size(0),
-                   input.size(2), input.size(3), bias.defined()};
+  const ShapeKey k = key_of(input, weight, bias.defined());
   const auto conv = conv_for(k);
   const auto& pd = conv->forward_pd;
   at::Tensor out = at::empty({k.n, k.o, k.h, k.w}, input.options());
@@ -233,8 +234,7 @@ at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& we
 WinogradGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                        const at::Tensor& weight, bool with_bias,
                                        std::array<bool, 3> needed) {
-  const ShapeKey k{input.size(0), input.size(1), weight.size(0),
-                   input.size(2), input.size(3), with_bias};
+  const ShapeKey k = key_of(input, weight, with_bias);
   const auto conv = conv_for(k);
   cache().ensure_backward(*conv);
   WinogradGrads grads;

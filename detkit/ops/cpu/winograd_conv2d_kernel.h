@@ -10,8 +10,9 @@ namespace detkit::ops::cpu {
 
 /// Whether oneDNN offers its Winograd kernels for this shape on this CPU (false on CPUs without
 /// AVX-512, where oneDNN has none). The answer is cached per shape.
-/// n: batch, c: input channels, o: output channels, h x w: the map (input and output size).
-bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w);
+/// n: batch, c: input channels, o: output channels, h x w: the map (input and output size),
+/// bias: whether the convolution adds one.
+bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias);
 
 /// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
