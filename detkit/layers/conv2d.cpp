@@ -25,12 +25,17 @@ ConvAlgorithm conv_algorithm() { return process_conv_algorithm(); }
 
 std::string conv_algorithm_report(ConvAlgorithm algorithm) {
   if (algorithm == ConvAlgorithm::kDirect)
-    return "convolutions: libtorch's direct kernels (CONV_ALGORITHM direct)";
+    return "convolutions: libtorch's kernels (CONV_ALGORITHM direct)";
+  const std::string transposed =
+      "; transposed convolutions on oneDNN's deconvolution kernels where it has JIT ones for the "
+      "shape (CONV_ALGORITHM auto)";
   if (!ops::winograd_conv2d_available())
-    return "convolutions: libtorch's direct kernels (CONV_ALGORITHM auto: oneDNN has no Winograd "
-           "kernels on this CPU; they need AVX-512)";
+    return "convolutions: libtorch's direct kernels (oneDNN has no Winograd kernels on this CPU; "
+           "they need AVX-512)" +
+           transposed;
   return "convolutions: oneDNN's Winograd F(4x4, 3x3) kernels for float32 3x3 stride-1 maps of "
-         "14x14 and more, libtorch's direct kernels for the rest (CONV_ALGORITHM auto)";
+         "14x14 and more, libtorch's direct kernels for the rest" +
+         transposed;
 }
 
 ConvAlgorithm parse_conv_algorithm(const std::string& value) {

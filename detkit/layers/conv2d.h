@@ -46,8 +46,11 @@ TORCH_MODULE(Conv2d);
 /// torch.backends.cudnn.benchmark from CUDNN_BENCHMARK):
 /// - kAuto ("auto", the default): a float32 3x3 stride-1 convolution on a large enough map runs
 ///   oneDNN's Winograd kernels where the CPU has them (ops/winograd_conv2d.h); every other
-///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d.
-/// - kDirect ("direct"): at::conv2d everywhere, libtorch's (and PyTorch's) own kernels.
+///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d. Transposed
+///   convolutions (layers/conv_transpose2d.h) run oneDNN's deconvolution kernels where it has JIT
+///   ones for the shape (ops/onednn_conv_transpose2d.h), at::conv_transpose2d elsewhere.
+/// - kDirect ("direct"): at::conv2d and at::conv_transpose2d everywhere, libtorch's (and
+///   PyTorch's) own kernels.
 enum class ConvAlgorithm { kAuto, kDirect };
 void set_conv_algorithm(ConvAlgorithm algorithm);
 ConvAlgorithm conv_algorithm();

@@ -6,6 +6,7 @@
 #include "detkit/analysis/flop_count.h"
 #include "detkit/analysis/model_analysis.h"
 #include "detkit/layers/conv2d.h"
+#include "detkit/layers/conv_transpose2d.h"
 #include "detkit/modeling/backbone/resnet.h"
 
 namespace detkit::analysis {
@@ -138,6 +139,22 @@ TEST(FlopCounter, ResNet50MatchesClosedFormUnderEitherConvAlgorithm) {
     EXPECT_EQ(counter.total(), resnet50_flops(224));
     EXPECT_EQ(counter.by_operator().size(), 1u);
     EXPECT_FALSE(counter.by_module().count(""));  // every conv charged to its own module
+  }
+  layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto);
+}
+
+// Under CONV_ALGORITHM auto, in training, the mask head's upsampling runs as
+// ops::onednn_conv_transpose2d (where oneDNN has JIT kernels for it): counted the same.
+TEST(FlopCounter, TransposedConvCountedTheSameUnderEitherConvAlgorithm) {
+  torch::nn::ConvTranspose2d deconv(torch::nn::ConvTranspose2dOptions(32, 16, 2).stride(2));
+  at::Tensor x = torch::rand({3, 32, 14, 14}).requires_grad_(true);
+  for (auto algorithm : {layers::ConvAlgorithm::kDirect, layers::ConvAlgorithm::kAuto}) {
+    layers::set_conv_algorithm(algorithm);
+    FlopCounter counter(*deconv);
+    layers::conv_transpose2d(deconv, x).sum().backward();
+    // 3 images * 32*16*2*2 weights * 14*14 inputs (forward ops only, as fvcore counts)
+    EXPECT_EQ(counter.by_operator().at("conv_transpose"), 3 * 2048 * 196);
+    EXPECT_EQ(counter.total(), 3 * 2048 * 196);
   }
   layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto);
 }

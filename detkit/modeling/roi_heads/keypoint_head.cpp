@@ -5,8 +5,9 @@
 
 #include <atomic>
 
-#include "detkit/modeling/roi_heads/roi_heads.h"
+#include "detkit/layers/conv_transpose2d.h"
 #include "detkit/layers/precision.h"
+#include "detkit/modeling/roi_heads/roi_heads.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/event_scalars.h"
 
@@ -40,7 +41,7 @@ KRCNNConvDeconvUpsampleHead::KRCNNConvDeconvUpsampleHead(
 at::Tensor KRCNNConvDeconvUpsampleHead::predict_logits(const at::Tensor& x) {
   at::Tensor y = x;
   for (auto& conv : convs_) y = conv->forward(y);
-  y = score_lowres_->forward(y);
+  y = layers::conv_transpose2d(score_lowres_, y);
   return at::upsample_bilinear2d(y, {2 * y.size(2), 2 * y.size(3)}, /*align_corners=*/false, 2.0,
                                  2.0);
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
 
+#include "detkit/layers/conv_transpose2d.h"
 #include "detkit/layers/precision.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/event_scalars.h"
@@ -41,7 +42,7 @@ MaskRCNNConvUpsampleHead::MaskRCNNConvUpsampleHead(const MaskRCNNConvUpsampleHea
 at::Tensor MaskRCNNConvUpsampleHead::predict_logits(const at::Tensor& x) {
   at::Tensor y = x;
   for (auto& conv : convs_) y = conv->forward(y);
-  y = deconv_->forward(y).relu_();
+  y = layers::conv_transpose2d(deconv_, y).relu_();
   return predictor_->forward(y);
 }
 
@@ -78,9 +79,9 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
     const double positive = gt.sum().item<double>();
     put_event_scalar("mask_rcnn/accuracy",
                      1.0 - incorrect.sum().item<double>() / std::max(pixels, 1.0));
-    put_event_scalar("mask_rcnn/false_positive",
-                     (incorrect & gt.logical_not()).sum().item<double>() /
-                         std::max(pixels - positive, 1.0));
+    put_event_scalar(
+        "mask_rcnn/false_positive",
+        (incorrect & gt.logical_not()).sum().item<double>() / std::max(pixels - positive, 1.0));
     put_event_scalar("mask_rcnn/false_negative",
                      (incorrect & gt).sum().item<double>() / std::max(positive, 1.0));
   }

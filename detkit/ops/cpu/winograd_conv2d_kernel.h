@@ -6,6 +6,8 @@
 
 #include <array>
 
+#include "detkit/ops/cpu/conv_grads.h"
+
 namespace detkit::ops::cpu {
 
 /// Whether oneDNN offers its Winograd kernels for this shape on this CPU (false on CPUs without
@@ -18,14 +20,10 @@ bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                    const at::Tensor& bias);
 
-struct WinogradGrads {
-  at::Tensor input, weight, bias;  // undefined where not asked for
-};
-
 /// Gradients of winograd_conv2d_forward(input, weight, bias) for grad_output (N, O, H, W):
 /// needed = {input, weight, bias}. oneDNN computes the weight's and the bias's in one pass.
-WinogradGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
-                                       const at::Tensor& weight, bool with_bias,
-                                       std::array<bool, 3> needed);
+ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                   const at::Tensor& weight, bool with_bias,
+                                   std::array<bool, 3> needed);
 
 }  // namespace detkit::ops::cpu

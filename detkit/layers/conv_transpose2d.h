@@ -1,0 +1,15 @@
+#pragma once
+// A torch::nn::ConvTranspose2d's forward under the process's CONV_ALGORITHM (layers/conv2d.h),
+// for the mask and keypoint heads' upsampling: their modules, parameter names and init stay
+// libtorch's; only the kernels that compute them change.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/conv.h>
+
+namespace detkit::layers {
+
+/// deconv->forward(x), the same values either way. Under CONV_ALGORITHM auto, when gradients are
+/// wanted, its backward passes run on oneDNN's deconvolution kernels where they apply
+/// (ops/onednn_conv_transpose2d.h); otherwise, and under direct, libtorch's.
+at::Tensor conv_transpose2d(torch::nn::ConvTranspose2d& deconv, const at::Tensor& x);
+
+}  // namespace detkit::layers
