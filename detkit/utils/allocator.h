@@ -8,9 +8,8 @@
 namespace detkit {
 
 /// Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, the heap is never
-/// trimmed below its peak, and it grows in 256 MiB steps; libtorch's larger blocks are kept for
-/// reuse by the large-block cache (utils/large_block_cache.h; DETKIT_LARGE_BLOCK_CACHE=0 turns it
-/// off). Environment variables MALLOC_*_ set by the user win. Call once, early in main().
+/// trimmed below its peak, and it grows in 256 MiB steps. Environment variables MALLOC_*_ set
+/// by the user win. Call once, early in main().
 void configure_allocator();
 
 }  // namespace detkit
