@@ -64,8 +64,8 @@ void make_backward(Deconvolution& d) {  // after forward_pd, which hints both
   d.backward_weight = dnnl::deconvolution_backward_weights(d.backward_weight_pd);
 }
 
-/// nullptr when oneDNN has no JIT kernel for the shape, or cannot reorder PyTorch's layouts into
-/// its own (seen for a 4x4 kernel with 17 outputs, whose blocked weights are padded).
+/// nullptr when oneDNN has no JIT kernel for either gradient of the shape, or cannot reorder
+/// between PyTorch's layouts and the kernels' (blocked, channels padded to 16).
 std::unique_ptr<Deconvolution> make_deconvolution(const ConvTransposeShape& s) {
   auto d = std::make_unique<Deconvolution>();
   d->shape = s;
