@@ -54,6 +54,42 @@ TEST(ROIPooler, EachBoxComesFromItsLevelInBoxOrder) {
   EXPECT_EQ(levels.min().item<int64_t>(), 0);
 }
 
+// The rows go back to box order by a permutation whose backward is a gather: each level's
+// feature gradient equals the one through roi_align of that box alone, summed over the boxes.
+TEST(ROIPooler, GradientsReachEachLevelThroughItsOwnBoxes) {
+  std::vector<at::Tensor> maps;
+  for (const auto& m : features(2, 5)) maps.push_back(m.clone().requires_grad_(true));
+  std::vector<structures::Boxes> boxes = {
+      structures::Boxes(at::tensor({10.f, 10.f, 30.f, 30.f, 0.f, 0.f, 300.f, 250.f, 50.f, 40.f,
+                                    110.f, 100.f, 100.f, 60.f, 230.f, 190.f})
+                            .view({4, 4})),
+      structures::Boxes(at::tensor({5.f, 5.f, 45.f, 45.f, 0.f, 0.f, 600.f, 500.f}).view({2, 4}))};
+  const at::Tensor levels = assign_boxes_to_levels(boxes, 2, 5, 224, 4);
+  const at::Tensor weights = at::randn({6, 5, 7, 7});
+  (ROIPooler(four_levels())(maps, boxes) * weights).sum().backward();
+
+  std::vector<at::Tensor> want;
+  for (const auto& m : maps) want.push_back(at::zeros_like(m));
+  int64_t row = 0;
+  for (size_t image = 0; image < boxes.size(); ++image) {
+    for (int64_t k = 0; k < boxes[image].tensor().size(0); ++k, ++row) {
+      const int64_t level = levels[row].item<int64_t>();
+      at::Tensor map = maps[level].detach().clone().requires_grad_(true);
+      const at::Tensor roi =
+          at::cat({at::full({1, 1}, double(image)), boxes[image].tensor().slice(0, k, k + 1)}, 1);
+      (ops::roi_align(map, roi, four_levels().scales[level], 7, 7, 2, false) *
+       weights.slice(0, row, row + 1))
+          .sum()
+          .backward();
+      want[level] += map.grad();
+    }
+  }
+  for (size_t level = 0; level < maps.size(); ++level) {
+    ASSERT_TRUE(maps[level].grad().defined()) << "level " << level;
+    EXPECT_TRUE(at::allclose(maps[level].grad(), want[level], 1e-5, 1e-6)) << "level " << level;
+  }
+}
+
 TEST(ROIPooler, NoBoxesGiveAnEmptyResult) {
   const auto maps = features(2, 5);
   std::vector<structures::Boxes> boxes = {structures::Boxes(at::zeros({0, 4})),
