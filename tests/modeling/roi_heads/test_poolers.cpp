@@ -27,14 +27,19 @@ std::vector<at::Tensor> features(int64_t images, int64_t channels) {
   return out;
 }
 
-TEST(ROIPooler, EachBoxComesFromItsLevelInBoxOrder) {
-  const auto maps = features(2, 5);
-  // sqrt(area) from 20 to 548 px: levels p2 to p5 (224 px at p4).
-  std::vector<structures::Boxes> boxes = {
+// Two images' boxes, sqrt(area) from 20 to 548 px: levels p2 to p5 (224 px at p4), not in level
+// order.
+std::vector<structures::Boxes> boxes_on_every_level() {
+  return {
       structures::Boxes(at::tensor({10.f, 10.f, 30.f, 30.f, 0.f, 0.f, 300.f, 250.f, 50.f, 40.f,
                                     110.f, 100.f, 100.f, 60.f, 230.f, 190.f})
                             .view({4, 4})),
       structures::Boxes(at::tensor({5.f, 5.f, 45.f, 45.f, 0.f, 0.f, 600.f, 500.f}).view({2, 4}))};
+}
+
+TEST(ROIPooler, EachBoxComesFromItsLevelInBoxOrder) {
+  const auto maps = features(2, 5);
+  std::vector<structures::Boxes> boxes = boxes_on_every_level();
   const at::Tensor levels = assign_boxes_to_levels(boxes, 2, 5, 224, 4);
   ROIPooler pooler(four_levels());
   const at::Tensor pooled = pooler(maps, boxes);
@@ -59,11 +64,7 @@ TEST(ROIPooler, EachBoxComesFromItsLevelInBoxOrder) {
 TEST(ROIPooler, GradientsReachEachLevelThroughItsOwnBoxes) {
   std::vector<at::Tensor> maps;
   for (const auto& m : features(2, 5)) maps.push_back(m.clone().requires_grad_(true));
-  std::vector<structures::Boxes> boxes = {
-      structures::Boxes(at::tensor({10.f, 10.f, 30.f, 30.f, 0.f, 0.f, 300.f, 250.f, 50.f, 40.f,
-                                    110.f, 100.f, 100.f, 60.f, 230.f, 190.f})
-                            .view({4, 4})),
-      structures::Boxes(at::tensor({5.f, 5.f, 45.f, 45.f, 0.f, 0.f, 600.f, 500.f}).view({2, 4}))};
+  std::vector<structures::Boxes> boxes = boxes_on_every_level();
   const at::Tensor levels = assign_boxes_to_levels(boxes, 2, 5, 224, 4);
   const at::Tensor weights = at::randn({6, 5, 7, 7});
   (ROIPooler(four_levels())(maps, boxes) * weights).sum().backward();
