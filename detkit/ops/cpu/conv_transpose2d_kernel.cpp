@@ -121,10 +121,10 @@ ConvGrads conv_transpose2d_backward(const at::Tensor& grad_output, const at::Ten
                                     bool with_bias, std::array<bool, 3> needed) {
   const auto d = deconvolution_for(shape_of(input, weight, stride, padding, with_bias));
   ConvGrads grads;
+  Execution e;  // one for both passes: grad_output is reordered once
   if (needed[0]) {
     const auto& pd = d->backward_input_pd;
     grads.input = at::empty_like(input);
-    Execution e;
     e.run(d->backward_input, pd,
           {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},
            {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::iohw)},
@@ -134,7 +134,6 @@ ConvGrads conv_transpose2d_backward(const at::Tensor& grad_output, const at::Ten
     const auto& pd = d->backward_weight_pd;
     grads.weight = at::empty_like(weight);
     if (with_bias) grads.bias = at::empty({d->shape.o}, weight.options());
-    Execution e;
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nchw)},
         {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},

@@ -55,8 +55,11 @@ Execution::Execution() : stream_(cpu_engine()) {}
 memory Execution::input(const at::Tensor& t, const memory::desc& want, memory::format_tag plain) {
   memory user = user_memory(t, want.dims(), plain);
   if (user.get_desc() == want) return user;
+  for (const auto& r : reordered_)
+    if (r.data == t.data_ptr() && r.layout == want) return r.copy;
   memory m = scratch(want);
   dnnl::reorder(user, m).execute(stream_, user, m);
+  reordered_.push_back({t.data_ptr(), want, m});
   return m;
 }
 

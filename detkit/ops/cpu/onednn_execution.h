@@ -23,13 +23,16 @@ dnnl::memory::desc any_layout(const dnnl::memory::dims& dims);
 /// Primitive attributes with the scratchpad passed in by Execution::run (kept per thread).
 dnnl::primitive_attr user_scratchpad();
 
-/// One execution: user tensors in libtorch's layouts, reordered to and from the primitive's.
+/// One execution of one or more primitives: user tensors in libtorch's layouts, reordered to and
+/// from the primitives'. An input reordered once serves every later primitive that wants it in
+/// the same layout (a backward pass's grad_output, read by both gradients' primitives).
 class Execution {
  public:
   Execution();
 
   /// `t` (contiguous float32, `plain` the order of its dims among the primitive's logical ones,
-  /// which `want` gives) as the primitive wants it: the tensor itself when the layouts match.
+  /// which `want` gives) as the primitive wants it: the tensor itself when the layouts match, else
+  /// its reordered copy (made once per tensor and layout). Inputs are not written meanwhile.
   dnnl::memory input(const at::Tensor& t, const dnnl::memory::desc& want,
                      dnnl::memory::format_tag plain);
 
@@ -48,6 +51,12 @@ class Execution {
   dnnl::stream stream_;
   std::vector<at::Tensor> buffers_;
   std::vector<std::pair<dnnl::memory, dnnl::memory>> pending_;
+  struct Reordered {
+    const void* data;
+    dnnl::memory::desc layout;
+    dnnl::memory copy;
+  };
+  std::vector<Reordered> reordered_;
 };
 
 /// Primitives by shape, made on first use by `make` (which returns nullptr where oneDNN has no

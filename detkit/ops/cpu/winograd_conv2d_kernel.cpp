@@ -132,10 +132,10 @@ ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tens
   const auto conv = conv_for(k);
   ensure_backward(*conv);
   ConvGrads grads;
+  Execution e;  // one for both passes: grad_output is reordered once
   if (needed[0]) {
     const auto& pd = *conv->backward_input_pd;
     grads.input = at::empty_like(input);
-    Execution e;
     e.run(*conv->backward_input, pd,
           {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},
            {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::oihw)},
@@ -145,7 +145,6 @@ ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tens
     const auto& pd = *conv->backward_weight_pd;
     grads.weight = at::empty_like(weight);
     if (with_bias) grads.bias = at::empty({k.o}, weight.options());
-    Execution e;
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nchw)},
         {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},
