@@ -1,5 +1,6 @@
-// Schema of detkit::roi_align and detkit::_roi_align_backward; the C++ API calls them through the
-// dispatcher, so the Autograd kernel (autograd/roi_align.cpp) runs before the CPU kernel.
+// Schema of detkit::roi_align, detkit::multilevel_roi_align and their backward ops; the C++ API
+// calls them through the dispatcher, so the Autograd kernel (autograd/roi_align.cpp) runs before
+// the CPU kernel.
 #include "detkit/ops/roi_align.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -27,6 +28,29 @@ at::Tensor roi_align_backward(const at::Tensor& grad, const at::Tensor& rois, do
                  height, width, sampling_ratio, aligned);
 }
 
+at::Tensor multilevel_roi_align(at::TensorList features, const at::Tensor& rois,
+                                const at::Tensor& levels, at::ArrayRef<double> spatial_scales,
+                                int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                                bool aligned) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("detkit::multilevel_roi_align", "")
+                             .typed<decltype(multilevel_roi_align)>();
+  return op.call(features, rois, levels, spatial_scales, pooled_height, pooled_width,
+                 sampling_ratio, aligned);
+}
+
+std::vector<at::Tensor> multilevel_roi_align_backward(
+    const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
+    at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
+    int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
+    int64_t sampling_ratio, bool aligned) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("detkit::_multilevel_roi_align_backward", "")
+                             .typed<decltype(multilevel_roi_align_backward)>();
+  return op.call(grad, rois, levels, spatial_scales, pooled_height, pooled_width, batch_size,
+                 channels, heights, widths, sampling_ratio, aligned);
+}
+
 TORCH_LIBRARY_FRAGMENT(detkit, m) {
   m.def(
       "roi_align(Tensor input, Tensor rois, float spatial_scale, int pooled_height, "
@@ -35,6 +59,13 @@ TORCH_LIBRARY_FRAGMENT(detkit, m) {
       "_roi_align_backward(Tensor grad, Tensor rois, float spatial_scale, int pooled_height, "
       "int pooled_width, int batch_size, int channels, int height, int width, "
       "int sampling_ratio, bool aligned) -> Tensor");
+  m.def(
+      "multilevel_roi_align(Tensor[] features, Tensor rois, Tensor levels, float[] spatial_scales, "
+      "int pooled_height, int pooled_width, int sampling_ratio, bool aligned) -> Tensor");
+  m.def(
+      "_multilevel_roi_align_backward(Tensor grad, Tensor rois, Tensor levels, "
+      "float[] spatial_scales, int pooled_height, int pooled_width, int batch_size, int channels, "
+      "int[] heights, int[] widths, int sampling_ratio, bool aligned) -> Tensor[]");
 }
 
 }  // namespace detkit::ops

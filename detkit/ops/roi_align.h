@@ -2,8 +2,10 @@
 // ROIAlign (Mask R-CNN): bilinear pooling of box regions from a feature map, with the semantics of
 // torchvision.ops.roi_align (aligned = true is Detectron2's ROIAlignV2).
 #include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace detkit::ops {
 
@@ -29,5 +31,26 @@ at::Tensor roi_align_backward(const at::Tensor& grad, const at::Tensor& rois, do
                               int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
                               int64_t channels, int64_t height, int64_t width,
                               int64_t sampling_ratio, bool aligned);
+
+/// roi_align over a feature pyramid: roi k pools from features[levels[k]] at
+/// spatial_scales[levels[k]]. Returns (K, C, pooled_height, pooled_width) with the rows in roi
+/// order, each bit for bit what roi_align gives for that roi on its level (and each level's
+/// gradient what roi_align's backward gives for that level's rois, in roi order): Detectron2's
+/// ROIPooler without gathering each level's rows and putting them back in order.
+/// features: one (N, C, H_l, W_l) map per level, rois' dtype; levels: (K,) int64 in [0, levels).
+/// Differentiable with respect to every level's map. Throws c10::Error naming the roi whose level,
+/// batch index or corners are invalid.
+at::Tensor multilevel_roi_align(at::TensorList features, const at::Tensor& rois,
+                                const at::Tensor& levels, at::ArrayRef<double> spatial_scales,
+                                int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                                bool aligned);
+
+/// Gradient of multilevel_roi_align with respect to each level's map, for the same rois, levels
+/// and settings; level l is (batch_size, channels, heights[l], widths[l]).
+std::vector<at::Tensor> multilevel_roi_align_backward(
+    const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
+    at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
+    int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
+    int64_t sampling_ratio, bool aligned);
 
 }  // namespace detkit::ops

@@ -112,8 +112,8 @@ TEST(Benchmark, ProfileTracesTheWindow) {
   // Each forward max-pools twice (the ResNet stem and FPN's p6): count forwards by those.
   EXPECT_EQ(count(train, "aten::max_pool2d"), 2 * 2);
   EXPECT_EQ(count(eval, "aten::max_pool2d"), 3 * 2);
-  EXPECT_GT(count(train, "detkit::_roi_align_backward"), 0);  // backward is traced too
-  EXPECT_EQ(count(eval, "detkit::_roi_align_backward"), 0);
+  EXPECT_GT(count(train, "detkit::_multilevel_roi_align_backward"), 0);  // backward is traced too
+  EXPECT_EQ(count(eval, "detkit::_multilevel_roi_align_backward"), 0);
 }
 
 TEST(Benchmark, EvalCyclesThroughTheTestSet) {

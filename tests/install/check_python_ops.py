@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_python_ops.py BUILD WORK: installs the detkit build in BUILD into WORK/prefix, loads the
 installed libdetkit_ops.so into Debian's python3-torch with torch.ops.load_library, and checks
-torch.ops.detkit.{roi_align (and its gradient), nms, batched_nms, box_iou, paste_masks_in_image}
+torch.ops.detkit.{roi_align and multilevel_roi_align (and their gradients), nms, batched_nms, box_iou, paste_masks_in_image}
 against torchvision (and Detectron2's mask pasting, as tests/parity/oracle_ops.py writes it) on
 random inputs. Prints the largest difference of each."""
 import os
@@ -42,6 +42,21 @@ for aligned, ratio in [(True, 0), (False, 2)]:
     report.append((f"roi_align aligned={aligned}", (ours - theirs).abs().max().item(), 1e-5))
     report.append((f"roi_align gradient aligned={aligned}",
                    (g_ours - g_theirs).abs().max().item(), 1e-5))
+
+# multilevel_roi_align against torchvision's roi_align on each roi's level, rows in roi order.
+pyramid = [torch.randn(2, 8, 32, 32, requires_grad=True),
+           torch.randn(2, 8, 16, 16, requires_grad=True)]
+levels = torch.randint(0, 2, (20,))
+ours = ops.multilevel_roi_align(pyramid, rois, levels, [0.25, 0.125], 7, 7, 0, True)
+theirs = torch.cat([torchvision.ops.roi_align(pyramid[level], rois[levels == level], (7, 7),
+                                              0.25 / 2 ** level, 0, True) for level in (0, 1)])
+theirs = theirs[torch.argsort(torch.cat([(levels == level).nonzero()[:, 0] for level in (0, 1)]))]
+g = torch.randn_like(ours)
+for level, (g_ours, g_theirs) in enumerate(zip(torch.autograd.grad(ours, pyramid, g),
+                                               torch.autograd.grad(theirs, pyramid, g))):
+    report.append((f"multilevel_roi_align gradient level {level}",
+                   (g_ours - g_theirs).abs().max().item(), 1e-5))
+report.append(("multilevel_roi_align", (ours - theirs).abs().max().item(), 1e-5))
 
 boxes, scores = random_boxes(200, 100), torch.rand(200)
 idxs = torch.randint(0, 4, (200,))

@@ -44,6 +44,36 @@ TEST(AutocastRules, RoiAlignComputesInFp32AndReturnsItsInputsDtype) {
   EXPECT_TRUE(x.grad().equal(x32.grad().to(at::kBFloat16)));
 }
 
+TEST(AutocastRules, MultilevelRoiAlignComputesInFp32AndReturnsTheMapsDtype) {
+  torch::manual_seed(3);
+  std::vector<at::Tensor> maps16, maps32;
+  for (int64_t side : {16, 8}) {
+    const at::Tensor m = torch::randn({2, 4, side, side}).to(at::kBFloat16);
+    maps16.push_back(m.clone().requires_grad_(true));
+    maps32.push_back(m.to(at::kFloat).requires_grad_(true));
+  }
+  const at::Tensor rois =
+      torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes(4, 64)}, 1);
+  const at::Tensor levels = torch::tensor({0, 1, 1, 0}, at::kLong);
+  at::Tensor y;
+  {
+    const AutocastGuard autocast(true);
+    y = multilevel_roi_align(maps16, rois, levels, {0.25, 0.125}, 7, 7, 0, true);
+  }
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  const at::Tensor want =
+      multilevel_roi_align(maps32, rois, levels, {0.25, 0.125}, 7, 7, 0, true).to(at::kBFloat16);
+  EXPECT_TRUE(y.equal(want));
+  const at::Tensor go = torch::randn(y.sizes()).to(at::kBFloat16);
+  y.backward(go);
+  want.backward(go);
+  for (size_t l = 0; l < maps16.size(); ++l) {
+    ASSERT_TRUE(maps16[l].grad().defined()) << "level " << l;
+    EXPECT_EQ(maps16[l].grad().scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(maps16[l].grad().equal(maps32[l].grad().to(at::kBFloat16))) << "level " << l;
+  }
+}
+
 TEST(AutocastRules, NmsOpsTakeBfloat16ScoresWithFp32Boxes) {
   torch::manual_seed(1);
   const at::Tensor boxes = random_boxes(50, 100);

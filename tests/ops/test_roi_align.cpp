@@ -196,6 +196,29 @@ TEST(RoiAlign, ResultDoesNotDependOnThreadCount) {
   }
 }
 
+TEST(RoiAlign, MapsWiderThanATileAndAnyInputLayoutGiveTheSameResult) {
+  // 40 channels and 37 x 33 pixels: the kernels' layout changes run over full and partial tiles
+  // and pixel ranges. The input as stored channels-last and as a strided view gives the same bits.
+  at::set_num_threads(2);
+  const at::Tensor x =
+      at::randn({2, 40, 37, 33}, at::make_generator<at::CPUGeneratorImpl>(6)).to(at::kDouble);
+  const at::Tensor rois = mixed_rois(2, 132, 7).to(at::kDouble);
+  const at::Tensor wide = at::zeros({2, 40, 37, 35}, x.options());
+  wide.narrow(3, 1, 33).copy_(x);
+  for (const Settings& s : kSettings) {
+    const at::Tensor out = run(x, rois, s);
+    EXPECT_LT(max_abs_diff(out, reference_forward(x, rois, s)), 1e-12) << describe(s);
+    EXPECT_TRUE(at::equal(run(x.contiguous(at::MemoryFormat::ChannelsLast), rois, s), out))
+        << describe(s);
+    EXPECT_TRUE(at::equal(run(wide.narrow(3, 1, 33), rois, s), out)) << describe(s);
+    const at::Tensor grad =
+        at::randn(out.sizes(), at::make_generator<at::CPUGeneratorImpl>(8)).to(at::kDouble);
+    const at::Tensor gin = run_backward(grad, rois, x, s);
+    EXPECT_TRUE(gin.is_contiguous());
+    EXPECT_LT(max_abs_diff(gin, reference_backward(grad, rois, x, s)), 1e-12) << describe(s);
+  }
+}
+
 // ---- Edge cases. ----
 
 TEST(RoiAlign, EmptyRoisGiveEmptyOutputAndZeroGradient) {

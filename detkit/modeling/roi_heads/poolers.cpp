@@ -1,7 +1,6 @@
 #include "detkit/modeling/roi_heads/poolers.h"
 
 #include <ATen/ATen.h>
-#include <torch/autograd.h>
 
 #include <cmath>
 
@@ -9,30 +8,6 @@
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
-namespace {
-
-/// rows.index_select(0, position), where `position` is a permutation whose inverse is `inverse`:
-/// the gradient is grad.index_select(0, inverse), one gather. index_select's own backward zeroes
-/// a tensor of the rows' size and scatters into it (index_add_), which for a training batch's box
-/// features (51 MB) took 37 ms per call, most of it faulting in the fresh zeroed pages.
-class PermuteRows : public torch::autograd::Function<PermuteRows> {
- public:
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                const at::Tensor& rows, const at::Tensor& position,
-                                                const at::Tensor& inverse) {
-    ctx->save_for_backward({inverse});
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return {rows.index_select(0, position)};
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 const torch::autograd::variable_list& grad) {
-    return {grad[0].index_select(0, ctx->get_saved_variables()[0]), at::Tensor(), at::Tensor()};
-  }
-};
-
-}  // namespace
-
 at::Tensor assign_boxes_to_levels(const std::vector<structures::Boxes>& boxes, int64_t min_level,
                                   int64_t max_level, int64_t canonical_box_size,
                                   int64_t canonical_level) {
@@ -73,26 +48,17 @@ at::Tensor ROIPooler::operator()(const std::vector<at::Tensor>& features,
     rois.push_back(at::cat({at::full({b.size(0), 1}, static_cast<double>(i), b.options()), b}, 1));
   }
   at::Tensor all = at::cat(rois);
-  const int64_t s = options_.output_size, channels = features[0].size(1);
-  auto pool = [&](size_t level, const at::Tensor& r) {
-    return ops::roi_align(features[level], r, options_.scales[level], s, s, options_.sampling_ratio,
+  const int64_t s = options_.output_size;
+  if (features.size() == 1)
+    return ops::roi_align(features[0], all, options_.scales[0], s, s, options_.sampling_ratio,
                           aligned_);
-  };
-  if (features.size() == 1) return pool(0, all);
   at::Tensor levels = assign_boxes_to_levels(boxes, min_level_, max_level_,
                                              options_.canonical_box_size, options_.canonical_level);
-  // Pool each level's boxes, then put the rows back in box order with one row gather both ways
-  // (index_put_ into a zeroed output took ~16 ms per call for a training batch's box features).
-  std::vector<at::Tensor> order, pooled;
-  for (size_t level = 0; level < features.size(); ++level) {
-    at::Tensor inds = (levels == static_cast<int64_t>(level)).nonzero().select(1, 0);
-    if (inds.numel() == 0) continue;
-    order.push_back(inds);
-    pooled.push_back(pool(level, all.index_select(0, inds)));
-  }
-  if (pooled.empty()) return at::zeros({0, channels, s, s}, features[0].options());
-  const at::Tensor box_of_row = at::cat(order);
-  return PermuteRows::apply(at::cat(pooled), at::argsort(box_of_row), box_of_row)[0];
+  // One op pools every box from its level straight into its row: pooling each level apart and
+  // gathering the rows back into box order copied the pooled features twice forward and once
+  // backward (51 MB each for a training batch's box features).
+  return ops::multilevel_roi_align(features, all, levels, options_.scales, s, s,
+                                   options_.sampling_ratio, aligned_);
 }
 
 ROIPoolerOptions pooler_options_from_config(const config::CfgNode& cfg, const std::string& head,

@@ -1,8 +1,9 @@
 // Autocast rules of detkit's ops (the AutocastCPU dispatch key): under autocast each computes in
 // fp32, whatever mix of bfloat16 feature maps and fp32 boxes reaches it, as torchvision's
-// autocast kernels do. roi_align returns its input's dtype (a bfloat16 feature map pools into a
-// bfloat16 result for the heads that follow); the others return what they return in fp32. double
-// inputs stay double (autocast leaves them alone). Backward flows through the recorded casts.
+// autocast kernels do. roi_align and multilevel_roi_align return their maps' dtype (a bfloat16
+// feature map pools into a bfloat16 result for the heads that follow); the others return what they
+// return in fp32. double inputs stay double (autocast leaves them alone). Backward flows through
+// the recorded casts.
 //
 // Plus one rule libtorch 1.13's CPU autocast lacks: aten::group_norm, whose CPU kernel refuses a
 // bfloat16 input with fp32 weights ("expected scalar type BFloat16 but found Float", in Python
@@ -37,6 +38,19 @@ at::Tensor roi_align_autocast(const at::Tensor& input, const at::Tensor& rois,
   return roi_align(fp32(input), fp32(rois), spatial_scale, pooled_height, pooled_width,
                    sampling_ratio, aligned)
       .to(input.scalar_type());
+}
+
+at::Tensor multilevel_roi_align_autocast(at::TensorList features, const at::Tensor& rois,
+                                         const at::Tensor& levels,
+                                         at::ArrayRef<double> spatial_scales, int64_t pooled_height,
+                                         int64_t pooled_width, int64_t sampling_ratio,
+                                         bool aligned) {
+  NoAutocast no_autocast(kAutocastCPU);
+  std::vector<at::Tensor> features32;
+  for (const at::Tensor& f : features) features32.push_back(fp32(f));
+  return multilevel_roi_align(features32, fp32(rois), levels, spatial_scales, pooled_height,
+                              pooled_width, sampling_ratio, aligned)
+      .to(features[0].scalar_type());
 }
 
 at::Tensor nms_autocast(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
@@ -78,6 +92,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { m.impl("group_norm", group_norm_autoc
 
 TORCH_LIBRARY_IMPL(detkit, AutocastCPU, m) {
   m.impl("roi_align", roi_align_autocast);
+  m.impl("multilevel_roi_align", multilevel_roi_align_autocast);
   m.impl("nms", nms_autocast);
   m.impl("batched_nms", batched_nms_autocast);
   m.impl("box_iou", box_iou_autocast);

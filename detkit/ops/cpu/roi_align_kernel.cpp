@@ -134,16 +134,59 @@ void roi_samples(const RoiGeometry<T>& g, const PoolSettings& s, int64_t height,
 // channels vectorise (cpu/channel_loops.cpp). Each output or gradient element still sees exactly
 // the scalar kernel's operations in the scalar kernel's order, so the results are bit-identical.
 
-// (N, C, H, W) -> a contiguous (N, H, W, C) copy.
-at::Tensor channels_last_copy(const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous(); }
+// Runs fn(n, begin, end) over ranges [begin, end) of the H*W pixels of each image n, in parallel.
+template <typename Fn>
+void for_pixel_ranges(int64_t batch, int64_t pixels, const Fn& fn) {
+  constexpr int64_t kGrain = 256;  // pixels per task: a few hundred KB of a 256-channel map
+  const int64_t chunks = (pixels + kGrain - 1) / kGrain;
+  at::parallel_for(0, batch * chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / chunks, p0 = (t % chunks) * kGrain;
+      fn(n, p0, std::min(p0 + kGrain, pixels));
+    }
+  });
+}
 
+// (N, C, H, W) as a contiguous (N, H, W, C) tensor: a view when the map is already stored
+// channels-last, else a tiled transposed copy.
 template <typename T>
-void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSettings& s,
-                  at::Tensor& output) {
+at::Tensor channels_innermost(const at::Tensor& input) {
+  const at::Tensor view = input.permute({0, 2, 3, 1});
+  if (view.is_contiguous()) return view;
+  const at::Tensor src = input.contiguous();
+  const int64_t channels = src.size(1), pixels = src.size(2) * src.size(3);
+  at::Tensor nhwc = at::empty(view.sizes(), src.options());
+  const T* in = src.data_ptr<T>();
+  T* out = nhwc.data_ptr<T>();
+  for_pixel_ranges(src.size(0), pixels, [&](int64_t n, int64_t p0, int64_t p1) {
+    const int64_t image = n * channels * pixels;
+    cpu::transpose(in + image + p0, pixels, out + image + p0 * channels, channels, channels,
+                   p1 - p0);
+  });
+  return nhwc;
+}
+
+// out (N, C, H, W), contiguous = nhwc (N, H, W, C), contiguous, in the other layout.
+template <typename T>
+void copy_channels_first(const at::Tensor& nhwc, at::Tensor& out) {
+  const int64_t channels = out.size(1), pixels = out.size(2) * out.size(3);
+  const T* in = nhwc.data_ptr<T>();
+  T* dst = out.data_ptr<T>();
+  for_pixel_ranges(out.size(0), pixels, [&](int64_t n, int64_t p0, int64_t p1) {
+    const int64_t image = n * channels * pixels;
+    cpu::transpose(in + image + p0 * channels, channels, dst + image + p0, pixels, p1 - p0,
+                   channels);
+  });
+}
+
+// Pools rois (K, 5) from input into rows of output: row rows[k] for roi k (rows = nullptr: row k).
+template <typename T>
+void forward_impl(const at::Tensor& input, const at::Tensor& rois, const int64_t* rows,
+                  const PoolSettings& s, at::Tensor& output) {
   const int64_t channels = input.size(1), height = input.size(2), width = input.size(3);
   const int64_t num_rois = rois.size(0);
   const int64_t bins = s.pooled_height * s.pooled_width;
-  const at::Tensor nhwc = channels_last_copy(input);
+  const at::Tensor nhwc = channels_innermost<T>(input);
   const T* in = nhwc.data_ptr<T>();
   const T* roi_data = rois.data_ptr<T>();
   T* out = output.data_ptr<T>();
@@ -167,16 +210,18 @@ void forward_impl(const at::Tensor& input, const at::Tensor& rois, const PoolSet
                             channels);
         }
       }
-      T* out_roi = out + k * channels * bins;
+      T* out_roi = out + (rows ? rows[k] : k) * channels * bins;
       for (int64_t c = 0; c < channels; ++c)
         for (int64_t b = 0; b < bins; ++b) out_roi[c * bins + b] = sums[b * channels + c] / g.count;
     }
   });
 }
 
+// The gradient of forward_impl with respect to its input: roi k's gradient is row rows[k] of grad
+// (rows = nullptr: row k).
 template <typename T>
-void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSettings& s,
-                   at::Tensor& grad_input) {
+void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const int64_t* rows,
+                   const PoolSettings& s, at::Tensor& grad_input) {
   const int64_t batch_size = grad_input.size(0), channels = grad_input.size(1);
   const int64_t height = grad_input.size(2), width = grad_input.size(3);
   const int64_t num_rois = rois.size(0);
@@ -201,7 +246,7 @@ void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSet
       const Sample<T>* p = samples.data();
       for (int64_t ph = 0; ph < s.pooled_height; ++ph) {
         for (int64_t pw = 0; pw < s.pooled_width; ++pw) {
-          const T* src = g_out + k * sn + c_begin * sc + ph * sh + pw * sw;
+          const T* src = g_out + (rows ? rows[k] : k) * sn + c_begin * sc + ph * sh + pw * sw;
           for (int64_t c = 0; c < n; ++c) bin_grad[c] = src[c * sc];
           const T* bg = bin_grad.data();
           for (int64_t i = 0; i < per_bin; ++i, ++p) {
@@ -217,19 +262,22 @@ void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const PoolSet
       }
     }
   });
-  grad_input.copy_(nhwc.permute({0, 3, 1, 2}));
+  copy_channels_first<T>(nhwc, grad_input);
 }
 
-// Checks rois (K, 5) and the settings for a (batch_size, *, height, width) feature map.
-void check_settings(const at::Tensor& rois, const PoolSettings& s, int64_t batch_size,
-                    int64_t height, int64_t width) {
+// Checks that a feature map's pixels can be addressed by a Sample's 32-bit offsets.
+void check_map_size(int64_t height, int64_t width) {
+  TORCH_CHECK(height * width <= std::numeric_limits<int32_t>::max(), "roi_align: a feature map of ",
+              height, "x", width, " pixels is too large");
+}
+
+// Checks rois (K, 5) and the settings for a batch of batch_size feature maps.
+void check_rois(const at::Tensor& rois, const PoolSettings& s, int64_t batch_size) {
   TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5,
               "roi_align: rois must be (K, 5) [batch_index, x1, y1, x2, y2], got ", rois.sizes());
   TORCH_CHECK(s.pooled_height > 0 && s.pooled_width > 0,
               "roi_align: pooled size must be positive, got ", s.pooled_height, "x",
               s.pooled_width);
-  TORCH_CHECK(height * width <= std::numeric_limits<int32_t>::max(), "roi_align: a feature map of ",
-              height, "x", width, " pixels is too large");
   TORCH_CHECK(s.sampling_ratio >= 0, "roi_align: sampling_ratio must be >= 0 (0 = adaptive), got ",
               s.sampling_ratio);
   const at::Tensor r = rois.to(at::kDouble).contiguous();
@@ -244,6 +292,17 @@ void check_settings(const at::Tensor& rois, const PoolSettings& s, int64_t batch
   }
 }
 
+// Checks the gradient of a pooling of rois with `channels` channels.
+void check_grad(const at::Tensor& grad, const at::Tensor& rois, int64_t channels,
+                const PoolSettings& s) {
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
+                  grad.size(2) == s.pooled_height && grad.size(3) == s.pooled_width,
+              "roi_align backward: grad must be (", rois.size(0), ", ", channels, ", ",
+              s.pooled_height, ", ", s.pooled_width, "), got ", grad.sizes());
+  TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
+              grad.scalar_type(), " but rois are ", rois.scalar_type());
+}
+
 at::Tensor roi_align_forward_kernel(const at::Tensor& input, const at::Tensor& rois,
                                     double spatial_scale, int64_t pooled_height,
                                     int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
@@ -251,13 +310,16 @@ at::Tensor roi_align_forward_kernel(const at::Tensor& input, const at::Tensor& r
   TORCH_CHECK(input.scalar_type() == rois.scalar_type(), "roi_align: input is ",
               input.scalar_type(), " but rois are ", rois.scalar_type());
   const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
-  check_settings(rois, s, input.size(0), input.size(2), input.size(3));
+  check_rois(rois, s, input.size(0));
+  check_map_size(input.size(2), input.size(3));
+  // Every element is written below (each roi's every channel and bin), so no zero fill.
   at::Tensor output =
-      at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
-  if (output.numel() == 0 || input.numel() == 0) return output;
-  const at::Tensor input_c = input.contiguous(), rois_c = rois.contiguous();
+      at::empty({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
+  if (output.numel() == 0) return output;
+  if (input.numel() == 0) return output.zero_();
+  const at::Tensor rois_c = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "roi_align_forward",
-                             [&] { forward_impl<scalar_t>(input_c, rois_c, s, output); });
+                             [&] { forward_impl<scalar_t>(input, rois_c, nullptr, s, output); });
   return output;
 }
 
@@ -267,23 +329,123 @@ at::Tensor roi_align_backward_kernel(const at::Tensor& grad, const at::Tensor& r
                                      int64_t height, int64_t width, int64_t sampling_ratio,
                                      bool aligned) {
   const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
-  check_settings(rois, s, batch_size, height, width);
+  check_rois(rois, s, batch_size);
+  check_map_size(height, width);
   TORCH_CHECK(batch_size >= 0 && channels >= 0 && height >= 0 && width >= 0,
               "roi_align backward: input shape must be non-negative, got (", batch_size, ", ",
               channels, ", ", height, ", ", width, ")");
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
-                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
-              "roi_align backward: grad must be (", rois.size(0), ", ", channels, ", ",
-              pooled_height, ", ", pooled_width, "), got ", grad.sizes());
-  TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
-              grad.scalar_type(), " but rois are ", rois.scalar_type());
+  check_grad(grad, rois, channels, s);
   if (grad.numel() == 0 || batch_size * channels * height * width == 0)
     return at::zeros({batch_size, channels, height, width}, grad.options());
   at::Tensor grad_input = at::empty({batch_size, channels, height, width}, grad.options());
   const at::Tensor rois_c = rois.contiguous();
-  AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward",
-                             [&] { backward_impl<scalar_t>(grad, rois_c, s, grad_input); });
+  AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward", [&] {
+    backward_impl<scalar_t>(grad, rois_c, nullptr, s, grad_input);
+  });
   return grad_input;
+}
+
+// ---- Pooling from a pyramid: each roi from the level `levels` assigns it, rows in roi order. ----
+
+// The rois one level pools, in roi order, and the output rows they fill.
+struct LevelRois {
+  std::vector<int64_t> rows;
+  at::Tensor rois;  // (rows.size(), 5), contiguous
+};
+
+std::vector<LevelRois> split_by_level(const at::Tensor& rois, const at::Tensor& levels,
+                                      int64_t num_levels) {
+  TORCH_CHECK(levels.dim() == 1 && levels.size(0) == rois.size(0),
+              "multilevel_roi_align: levels must be (K,) for K = ", rois.size(0), " rois, got ",
+              levels.sizes());
+  TORCH_CHECK(levels.scalar_type() == at::kLong, "multilevel_roi_align: levels must be int64, got ",
+              levels.scalar_type());
+  const at::Tensor lv = levels.contiguous();
+  const int64_t* v = lv.data_ptr<int64_t>();
+  std::vector<LevelRois> out(num_levels);
+  for (int64_t k = 0; k < lv.size(0); ++k) {
+    TORCH_CHECK(v[k] >= 0 && v[k] < num_levels, "multilevel_roi_align: roi ", k,
+                " is assigned level ", v[k], " outside [0, ", num_levels, ")");
+    out[v[k]].rows.push_back(k);
+  }
+  for (LevelRois& level : out)
+    level.rois = rois.index_select(0, at::tensor(level.rows, at::kLong)).contiguous();
+  return out;
+}
+
+at::Tensor multilevel_roi_align_forward_kernel(at::TensorList features, const at::Tensor& rois,
+                                               const at::Tensor& levels,
+                                               at::ArrayRef<double> spatial_scales,
+                                               int64_t pooled_height, int64_t pooled_width,
+                                               int64_t sampling_ratio, bool aligned) {
+  TORCH_CHECK(!features.empty() && features.size() == spatial_scales.size(),
+              "multilevel_roi_align: ", features.size(), " feature levels but ",
+              spatial_scales.size(), " spatial scales");
+  for (size_t l = 0; l < features.size(); ++l) {
+    const at::Tensor& f = features[l];
+    TORCH_CHECK(
+        f.dim() == 4 && f.size(0) == features[0].size(0) && f.size(1) == features[0].size(1),
+        "multilevel_roi_align: level ", l, " must be (", features[0].size(0), ", ",
+        features[0].size(1), ", H, W) like level 0, got ", f.sizes());
+    TORCH_CHECK(f.scalar_type() == rois.scalar_type(), "multilevel_roi_align: level ", l, " is ",
+                f.scalar_type(), " but rois are ", rois.scalar_type());
+    check_map_size(f.size(2), f.size(3));
+  }
+  PoolSettings s{0.0, pooled_height, pooled_width, sampling_ratio, aligned};
+  check_rois(rois, s, features[0].size(0));
+  const std::vector<LevelRois> by_level = split_by_level(rois, levels, features.size());
+  // Every row belongs to one level and is written there in full, so no zero fill.
+  at::Tensor output =
+      at::empty({rois.size(0), features[0].size(1), pooled_height, pooled_width}, rois.options());
+  if (output.numel() == 0) return output;
+  for (size_t l = 0; l < features.size(); ++l) {
+    const LevelRois& level = by_level[l];
+    if (level.rows.empty()) continue;
+    if (features[l].numel() == 0) {
+      output.index_fill_(0, at::tensor(level.rows, at::kLong), 0);
+      continue;
+    }
+    s.spatial_scale = spatial_scales[l];
+    AT_DISPATCH_FLOATING_TYPES(rois.scalar_type(), "multilevel_roi_align_forward", [&] {
+      forward_impl<scalar_t>(features[l], level.rois, level.rows.data(), s, output);
+    });
+  }
+  return output;
+}
+
+std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
+    at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
+    int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
+    int64_t sampling_ratio, bool aligned) {
+  const size_t num_levels = spatial_scales.size();
+  TORCH_CHECK(num_levels > 0 && heights.size() == num_levels && widths.size() == num_levels,
+              "multilevel_roi_align backward: ", num_levels, " spatial scales, ", heights.size(),
+              " heights and ", widths.size(), " widths");
+  TORCH_CHECK(batch_size >= 0 && channels >= 0, "multilevel_roi_align backward: batch size ",
+              batch_size, " and channels ", channels, " must be non-negative");
+  PoolSettings s{0.0, pooled_height, pooled_width, sampling_ratio, aligned};
+  check_rois(rois, s, batch_size);
+  check_grad(grad, rois, channels, s);
+  const std::vector<LevelRois> by_level = split_by_level(rois, levels, num_levels);
+  std::vector<at::Tensor> grads;
+  for (size_t l = 0; l < num_levels; ++l) {
+    TORCH_CHECK(heights[l] >= 0 && widths[l] >= 0, "multilevel_roi_align backward: level ", l,
+                " is ", heights[l], "x", widths[l]);
+    check_map_size(heights[l], widths[l]);
+    const LevelRois& level = by_level[l];
+    if (level.rows.empty() || batch_size * channels * heights[l] * widths[l] == 0) {
+      grads.push_back(at::zeros({batch_size, channels, heights[l], widths[l]}, grad.options()));
+      continue;
+    }
+    at::Tensor g = at::empty({batch_size, channels, heights[l], widths[l]}, grad.options());
+    s.spatial_scale = spatial_scales[l];
+    AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "multilevel_roi_align_backward", [&] {
+      backward_impl<scalar_t>(grad, level.rois, level.rows.data(), s, g);
+    });
+    grads.push_back(g);
+  }
+  return grads;
 }
 
 }  // namespace
@@ -291,6 +453,8 @@ at::Tensor roi_align_backward_kernel(const at::Tensor& grad, const at::Tensor& r
 TORCH_LIBRARY_IMPL(detkit, CPU, m) {
   m.impl("roi_align", TORCH_FN(roi_align_forward_kernel));
   m.impl("_roi_align_backward", TORCH_FN(roi_align_backward_kernel));
+  m.impl("multilevel_roi_align", TORCH_FN(multilevel_roi_align_forward_kernel));
+  m.impl("_multilevel_roi_align_backward", TORCH_FN(multilevel_roi_align_backward_kernel));
 }
 
 }  // namespace detkit::ops

@@ -59,8 +59,8 @@ TEST(ROIPooler, EachBoxComesFromItsLevelInBoxOrder) {
   EXPECT_EQ(levels.min().item<int64_t>(), 0);
 }
 
-// The rows go back to box order by a permutation whose backward is a gather: each level's
-// feature gradient equals the one through roi_align of that box alone, summed over the boxes.
+// Each level's feature gradient equals the one through roi_align of each of its boxes alone,
+// summed over the boxes.
 TEST(ROIPooler, GradientsReachEachLevelThroughItsOwnBoxes) {
   std::vector<at::Tensor> maps;
   for (const auto& m : features(2, 5)) maps.push_back(m.clone().requires_grad_(true));
