@@ -6,7 +6,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   cmake ninja-build g++ ccache
-  libtorch-dev libgloo-dev libopenblas0-pthread libdnnl-dev
+  libtorch-dev libgloo-dev libopenblas0-pthread libopenblas0-openmp libdnnl-dev
   libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
   libprotobuf-dev protobuf-compiler  # TensorBoard event files

@@ -13,8 +13,9 @@
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  // Before anything else: on a CPU OpenBLAS does not know, start again with the right kernels.
-  detkit::restart_with_better_blas_kernels(argv);
+  // Before anything else: start again with the right OpenBLAS kernels on a CPU OpenBLAS does not
+  // know, and with its OpenMP build where the pthreads one was loaded.
+  detkit::restart_with_better_blas(argv);
   detkit::configure_allocator();
   detkit::ignore_file_size_signal();  // a full disk is an error naming the file, not a kill
   detkit::setup_logging();

@@ -1,6 +1,8 @@
 #include "detkit/utils/blas.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -38,7 +40,23 @@ const char* call_string_function(const char* symbol) {
   auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, symbol));
   return get ? get() : nullptr;
 }
-constexpr const char* kRestartedFrom = "DETKIT_OPENBLAS_PICKED";  // set on the restart
+// Set on the restart: the kernels OpenBLAS had picked, and the OpenBLAS build it replaced.
+constexpr const char* kRestartedFrom = "DETKIT_OPENBLAS_PICKED";
+constexpr const char* kReplacedBuild = "DETKIT_OPENBLAS_REPLACED";
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The resolved path of the loaded libopenblas ("" when unknown).
+std::string loaded_openblas_path() {
+  void* symbol = dlsym(RTLD_DEFAULT, "openblas_get_config");
+  Dl_info info;
+  if (!symbol || !dladdr(symbol, &info) || !info.dli_fname) return "";
+  char resolved[PATH_MAX];
+  return realpath(info.dli_fname, resolved) ? resolved : "";
+}
 }  // namespace
 
 std::string openblas_corename() {
@@ -46,17 +64,68 @@ std::string openblas_corename() {
   return name ? name : "";
 }
 
-void restart_with_better_blas_kernels(char** argv) {
+OpenblasThreading openblas_threading() {
+  using Get = int (*)();
+  auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (!get) return OpenblasThreading::kNone;
+  switch (get()) {
+    case 0:
+      return OpenblasThreading::kSequential;
+    case 1:
+      return OpenblasThreading::kPthreads;
+    case 2:
+      return OpenblasThreading::kOpenmp;
+    default:
+      return OpenblasThreading::kNone;
+  }
+}
+
+std::optional<std::string> openmp_openblas_dir(const std::string& library,
+                                               OpenblasThreading threading) {
+  if (threading != OpenblasThreading::kPthreads) return std::nullopt;
+  const std::string marker = "/openblas-pthread/";
+  const size_t at = library.rfind(marker);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string dir = library.substr(0, at) + "/openblas-openmp";
+  if (!is_file(dir + "/libopenblas.so.0") || !is_file(dir + "/libblas.so.3")) return std::nullopt;
+  return dir;
+}
+
+void restart_with_better_blas(char** argv) {
+  if (std::getenv(kRestartedFrom) || std::getenv(kReplacedBuild)) return;  // restarted already
+  bool restart = false;
   const char* user = std::getenv("OPENBLAS_CORETYPE");
-  if ((user && *user) || std::getenv(kRestartedFrom)) return;  // the user's choice, or done
   const std::string picked = openblas_corename();
-  const auto better = better_openblas_coretype(picked, cpu_features());
-  if (!better) return;
-  setenv("OPENBLAS_CORETYPE", better->c_str(), 1);
-  setenv(kRestartedFrom, picked.c_str(), 1);
+  if (!(user && *user)) {  // else the user's choice
+    if (const auto better = better_openblas_coretype(picked, cpu_features())) {
+      setenv("OPENBLAS_CORETYPE", better->c_str(), 1);
+      setenv(kRestartedFrom, picked.c_str(), 1);
+      restart = true;
+    }
+  }
+  const char* threading = std::getenv("DETKIT_OPENBLAS_THREADING");
+  const std::string library = loaded_openblas_path();
+  const auto openmp = (threading && std::string(threading) == "keep")
+                          ? std::nullopt
+                          : openmp_openblas_dir(library, openblas_threading());
+  const char* old_path = std::getenv("LD_LIBRARY_PATH");
+  const std::string saved_path = old_path ? old_path : "";
+  if (openmp) {
+    const std::string path = saved_path.empty() ? *openmp : *openmp + ":" + saved_path;
+    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+    setenv(kReplacedBuild, library.c_str(), 1);
+    restart = true;
+  }
+  if (!restart) return;
   execv("/proc/self/exe", argv);
-  // The restart failed: go on with the generic kernels, and say so in the report.
-  unsetenv("OPENBLAS_CORETYPE");
+  // The restart failed: go on as loaded, and say so in the report (nothing marked as changed).
+  if (!(user && *user)) unsetenv("OPENBLAS_CORETYPE");
+  if (old_path)
+    setenv("LD_LIBRARY_PATH", old_path, 1);
+  else
+    unsetenv("LD_LIBRARY_PATH");
+  unsetenv(kRestartedFrom);
+  unsetenv(kReplacedBuild);
 }
 
 std::string blas_kernel_report() {
@@ -71,6 +140,21 @@ std::string blas_kernel_report() {
     line += std::string(" (OPENBLAS_CORETYPE=") + user + " set by the user: kept)";
   else
     line += " (chosen by OpenBLAS)";
+  switch (openblas_threading()) {
+    case OpenblasThreading::kOpenmp:
+      line += "; threads: libtorch's OpenMP team";
+      if (const char* replaced = std::getenv(kReplacedBuild))
+        line += std::string(" (detkit loaded the OpenMP build instead of ") + replaced + ")";
+      break;
+    case OpenblasThreading::kPthreads:
+      line += "; threads: OpenBLAS's own (pthreads build)";
+      break;
+    case OpenblasThreading::kSequential:
+      line += "; threads: one (sequential build)";
+      break;
+    case OpenblasThreading::kNone:
+      break;
+  }
   return line;
 }
 

@@ -3,7 +3,8 @@
 // of this libtorch goes through OpenBLAS, and OpenBLAS 0.3.21 (Debian 12) does not know newer
 // CPUs such as Intel Emerald Rapids: it falls back to its generic "Prescott" kernels (SSE3, no
 // AVX), 5-7x slower there. OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so the fix is
-// to start the program again with it set.
+// to start the program again with it set; the same restart loads OpenBLAS's OpenMP build where
+// Debian's pthreads build was loaded.
 #include <optional>
 #include <string>
 
@@ -26,13 +27,33 @@ std::optional<std::string> better_openblas_coretype(const std::string& corename,
 /// The kernels the loaded OpenBLAS uses ("" when the BLAS is not OpenBLAS).
 std::string openblas_corename();
 
-/// At the start of main(): when OpenBLAS picked generic kernels on a CPU that has better ones
-/// and the user did not set OPENBLAS_CORETYPE, starts this program again (same arguments) with
-/// OPENBLAS_CORETYPE set; returns only when nothing needs doing, or when the restart failed.
-void restart_with_better_blas_kernels(char** argv);
+/// How the loaded OpenBLAS runs its threads: OpenBLAS's openblas_get_parallel().
+enum class OpenblasThreading { kNone = -1 /* not OpenBLAS */, kSequential, kPthreads, kOpenmp };
+OpenblasThreading openblas_threading();
+
+/// The folder of Debian's OpenMP build of OpenBLAS to load instead of `library` (the resolved
+/// path of the loaded libopenblas), when `library` is Debian's pthreads build
+/// (<lib>/openblas-pthread/...) and the OpenMP build is installed beside it
+/// (<lib>/openblas-openmp/libopenblas.so.0 and libblas.so.3); nullopt otherwise. The pthreads
+/// build keeps threads of its own that spin (sched_yield) after each call and compete with
+/// libtorch's OpenMP team for the cores; the OpenMP build runs on that team and follows
+/// --num-threads.
+std::optional<std::string> openmp_openblas_dir(const std::string& library,
+                                               OpenblasThreading threading);
+
+/// At the start of main(), once, before libtorch computes anything: starts this program again
+/// (same arguments) when the BLAS it loaded can be bettered, with
+/// - OPENBLAS_CORETYPE set, when OpenBLAS picked generic kernels on a CPU that has better ones and
+///   the user did not set OPENBLAS_CORETYPE;
+/// - the OpenMP build of OpenBLAS first on LD_LIBRARY_PATH, when the pthreads build was loaded and
+///   the OpenMP one is installed (see openmp_openblas_dir) and DETKIT_OPENBLAS_THREADING is not
+///   "keep".
+/// Returns only when nothing needs doing, or when the restart failed (then nothing changed).
+void restart_with_better_blas(char** argv);
 
 /// One line for the log: the OpenBLAS build, its kernels and why (chosen by OpenBLAS, set by the
-/// user, or set by detkit instead of the generic ones).
+/// user, or set by detkit instead of the generic ones), and its threading (and whether detkit
+/// chose it).
 std::string blas_kernel_report();
 
 }  // namespace detkit

@@ -1,8 +1,10 @@
-// Which OpenBLAS kernels detkit asks for: the right ones where OpenBLAS fell back to its
-// generic kernels on a CPU with AVX2 or AVX-512, nothing where OpenBLAS recognised the CPU.
-#include "detkit/utils/blas.h"
-
+// Which OpenBLAS detkit asks for: the right kernels where OpenBLAS fell back to its generic ones
+// on a CPU with AVX2 or AVX-512, nothing where OpenBLAS recognised the CPU; Debian's OpenMP build
+// where its pthreads build was loaded and the OpenMP one is installed beside it.
 #include <gtest/gtest.h>
+
+#include "detkit/utils/blas.h"
+#include "tests/support/temp_dir.h"
 
 namespace detkit {
 namespace {
@@ -28,6 +30,30 @@ TEST(BlasKernels, ACpuOpenBlasRecognisedIsLeftAlone) {
   EXPECT_FALSE(better_openblas_coretype("Prescott", CpuFeatures{}));
 }
 
+TEST(BlasThreading, TheOpenmpBuildBesideDebiansPthreadsBuildIsPicked) {
+  testing::TempDir lib("blas_threading");
+  const std::string pthreads = lib.write("openblas-pthread/libopenblasp-r0.3.21.so", "");
+  lib.write("openblas-openmp/libopenblas.so.0", "");
+  lib.write("openblas-openmp/libblas.so.3", "");
+  EXPECT_EQ(openmp_openblas_dir(pthreads, OpenblasThreading::kPthreads),
+            lib.path("openblas-openmp"));
+  // Already OpenMP (or sequential, or not OpenBLAS): nothing to do.
+  for (auto threading :
+       {OpenblasThreading::kOpenmp, OpenblasThreading::kSequential, OpenblasThreading::kNone})
+    EXPECT_FALSE(openmp_openblas_dir(pthreads, threading));
+  // An OpenBLAS outside Debian's layout (a user's own build) is left alone.
+  EXPECT_FALSE(
+      openmp_openblas_dir(lib.write("opt/libopenblas.so.0", ""), OpenblasThreading::kPthreads));
+}
+
+TEST(BlasThreading, AnIncompleteOpenmpBuildIsNotPicked) {
+  testing::TempDir lib("blas_threading_incomplete");
+  const std::string pthreads = lib.write("openblas-pthread/libopenblasp-r0.3.21.so", "");
+  EXPECT_FALSE(openmp_openblas_dir(pthreads, OpenblasThreading::kPthreads));  // not installed
+  lib.write("openblas-openmp/libopenblas.so.0", "");
+  EXPECT_FALSE(openmp_openblas_dir(pthreads, OpenblasThreading::kPthreads));  // no libblas.so.3
+}
+
 TEST(BlasKernels, TheReportNamesTheKernels) {
   const std::string report = blas_kernel_report();
   std::cout << report << "\n";
@@ -35,6 +61,7 @@ TEST(BlasKernels, TheReportNamesTheKernels) {
     EXPECT_EQ(report.rfind("BLAS: not OpenBLAS", 0), 0u) << report;
   } else {
     EXPECT_NE(report.find("kernels " + openblas_corename()), std::string::npos) << report;
+    EXPECT_NE(report.find("; threads: "), std::string::npos) << report;
   }
 }
 
