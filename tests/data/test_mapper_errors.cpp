@@ -102,6 +102,22 @@ TEST(MapperErrors, AnImageDeclaringTooManyPixelsIsRefusedBeforeDecoding) {
   EXPECT_FALSE(encoded_image_size({0xFF}, w, h));
 }
 
+// OpenCV refuses some inputs by throwing cv::Exception (here a PPM declaring 40000 x 40000
+// pixels, over OpenCV's own limit; a format whose header detkit does not read): a named error too.
+TEST(MapperErrors, AnImageOpenCvRefusesIsANamedError) {
+  testing::TempDir dir("mapper_opencv_refuses");
+  const std::string path =
+      dir.write("images/huge.ppm", "P6\n40000 40000\n255\n" + std::string(64, 'x'));
+  try {
+    read_image(path, "BGR");
+    ADD_FAILURE() << "decoded";
+  } catch (const Error& e) {
+    std::cout << "[ opencv ] " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": not a readable image (OpenCV: ", 0), 0u)
+        << e.what();
+  }
+}
+
 TEST(MapperErrors, DecodedSizeDiffersFromJson) {
   testing::TempDir dir("mapper_size");
   const std::string path = testing::write_image(dir, "b.png", testing::gradient_image(30, 40));

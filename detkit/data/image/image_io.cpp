@@ -107,7 +107,14 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
     cv::Mat image = decode_jpeg(bytes, rgb);
     if (!image.empty()) return image;
   }
-  cv::Mat image = cv::imdecode(bytes, cv::IMREAD_COLOR);  // BGR, EXIF orientation applied
+  cv::Mat image;
+  try {
+    image = cv::imdecode(bytes, cv::IMREAD_COLOR);  // BGR, EXIF orientation applied
+  } catch (const cv::Exception& e) {
+    // OpenCV refuses some inputs by throwing (a size over its own pixel limit, in a format whose
+    // header is not read above, or a JPEG header TurboJPEG did not parse): named here too.
+    throw Error(path + ": not a readable image (OpenCV: " + e.err + ")");
+  }
   if (image.empty()) throw Error(path + ": not a readable image (OpenCV could not decode it)");
   if (rgb) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
   return image;

@@ -15,7 +15,9 @@ namespace detkit::data {
 inline constexpr int64_t kMaxImagePixels = 89478485;
 
 /// The image at `path` as an (H, W, 3) uint8 matrix in `format` order ("BGR" or "RGB"). A JPEG
-/// or PNG whose header declares more than kMaxImagePixels is refused before decoding.
+/// or PNG whose header declares more than kMaxImagePixels is refused before decoding; other
+/// formats are limited by OpenCV's own threshold (2^30 pixels). Whatever cannot be read or decoded
+/// (OpenCV's exceptions included) is a detkit::Error naming the file.
 cv::Mat read_image(const std::string& path, const std::string& format);
 
 /// Width and height a JPEG or PNG header declares, read without decoding; false for other
