@@ -43,12 +43,12 @@ std::vector<at::Tensor> multilevel_roi_align_backward(
     const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
     at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
     int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
-    int64_t sampling_ratio, bool aligned) {
+    int64_t sampling_ratio, bool aligned, bool channels_last) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("detkit::_multilevel_roi_align_backward", "")
                              .typed<decltype(multilevel_roi_align_backward)>();
   return op.call(grad, rois, levels, spatial_scales, pooled_height, pooled_width, batch_size,
-                 channels, heights, widths, sampling_ratio, aligned);
+                 channels, heights, widths, sampling_ratio, aligned, channels_last);
 }
 
 TORCH_LIBRARY_FRAGMENT(detkit, m) {
@@ -65,7 +65,8 @@ TORCH_LIBRARY_FRAGMENT(detkit, m) {
   m.def(
       "_multilevel_roi_align_backward(Tensor grad, Tensor rois, Tensor levels, "
       "float[] spatial_scales, int pooled_height, int pooled_width, int batch_size, int channels, "
-      "int[] heights, int[] widths, int sampling_ratio, bool aligned) -> Tensor[]");
+      "int[] heights, int[] widths, int sampling_ratio, bool aligned, bool channels_last) -> "
+      "Tensor[]");
 }
 
 }  // namespace detkit::ops

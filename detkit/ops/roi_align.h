@@ -46,11 +46,13 @@ at::Tensor multilevel_roi_align(at::TensorList features, const at::Tensor& rois,
                                 bool aligned);
 
 /// Gradient of multilevel_roi_align with respect to each level's map, for the same rois, levels
-/// and settings; level l is (batch_size, channels, heights[l], widths[l]).
+/// and settings; level l is (batch_size, channels, heights[l], widths[l]), stored channels-last
+/// when `channels_last` (as the maps were: the gradient is accumulated that way and needs no
+/// change of layout), NCHW otherwise.
 std::vector<at::Tensor> multilevel_roi_align_backward(
     const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
     at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
     int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
-    int64_t sampling_ratio, bool aligned);
+    int64_t sampling_ratio, bool aligned, bool channels_last = false);
 
 }  // namespace detkit::ops

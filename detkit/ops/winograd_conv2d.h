@@ -9,8 +9,9 @@
 
 namespace detkit::ops {
 
-/// Whether winograd_conv2d runs this at::conv2d call and is expected to be faster: a float32,
-/// contiguous NCHW CPU input, a (O, C, 3, 3) weight, stride 1, padding 1, dilation 1, one group,
+/// Whether winograd_conv2d runs this at::conv2d call and is expected to be faster: a float32 CPU
+/// input stored NCHW or channels-last (the result and the input's gradient come in the same
+/// layout, as at::conv2d's), a (O, C, 3, 3) weight, stride 1, padding 1, dilation 1, one group,
 /// autocast off, a non-empty batch of maps of at least kWinogradMinMapPixels (H * W), and a CPU
 /// for which oneDNN has the kernels (AVX-512; none on AVX2-only CPUs, where this is always false).
 /// The choice does not depend on the batch size, so a batch split over ranks runs the same

@@ -95,6 +95,27 @@ TEST(MultilevelRoiAlign, AutogradReachesEveryLevelWithRois) {
   EXPECT_GT(maps[1].grad().abs().sum().item<float>(), 0.0f);
 }
 
+TEST(MultilevelRoiAlign, ChannelsLastMapsGiveTheSameValuesAndChannelsLastGradients) {
+  const auto cl = at::MemoryFormat::ChannelsLast;
+  std::vector<at::Tensor> nchw, nhwc;
+  for (const auto& m : pyramid(at::kFloat)) {
+    nchw.push_back(m.clone().requires_grad_(true));
+    nhwc.push_back(m.contiguous(cl).requires_grad_(true));
+  }
+  const at::Tensor r = rois(at::kFloat), lv = levels();
+  const at::Tensor y = multilevel_roi_align(nchw, r, lv, kScales, 7, 7, 0, false);
+  const at::Tensor y_cl = multilevel_roi_align(nhwc, r, lv, kScales, 7, 7, 0, false);
+  EXPECT_TRUE(at::equal(y, y_cl));
+  const at::Tensor v = at::randn(y.sizes());
+  (y * v).sum().backward();
+  (y_cl * v).sum().backward();
+  for (size_t l = 0; l < nchw.size(); ++l) {
+    EXPECT_TRUE(nchw[l].grad().is_contiguous()) << "level " << l;
+    EXPECT_TRUE(nhwc[l].grad().is_contiguous(cl)) << "level " << l;
+    EXPECT_TRUE(at::equal(nchw[l].grad(), nhwc[l].grad())) << "level " << l;
+  }
+}
+
 TEST(MultilevelRoiAlign, NoRoisGiveAnEmptyResultAndZeroGradients) {
   std::vector<at::Tensor> maps;
   for (const auto& m : pyramid(at::kFloat)) maps.push_back(m.requires_grad_(true));

@@ -1,6 +1,7 @@
 // detkit::ops::winograd_conv2d: forward and the three gradients against a float64 at::conv2d, next
 // to float32 at::conv2d's own distance from it (the rounding Winograd adds is what is measured),
-// and when it applies. Skipped on CPUs without oneDNN's Winograd kernels (no AVX-512).
+// channels-last maps, and when it applies. Skipped on CPUs without oneDNN's Winograd kernels (no
+// AVX-512).
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -82,6 +83,26 @@ TEST(WinogradConv2d, ForwardAndGradientsAgreeWithConv2dWithinFloat32Rounding) {
   }
 }
 
+TEST(WinogradConv2d, ChannelsLastMapsGiveTheSameValuesInTheirOwnLayout) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::manual_seed(2);
+  const auto cl = at::MemoryFormat::ChannelsLast;
+  const at::Tensor x = at::randn({2, 32, 20, 28}), w = at::randn({48, 32, 3, 3}) * 0.1;
+  const at::Tensor b = at::randn({48}) * 0.1, g = at::randn({2, 48, 20, 28});
+  ASSERT_TRUE(winograd_conv2d_applies(x.contiguous(cl), w, b, 1, 1, 1, 1));
+  const Result nchw = run(true, x, w, b, g);
+  // A channels-last map with an NCHW upstream gradient, and with a channels-last one.
+  for (const at::Tensor& grad : {g, g.contiguous(cl)}) {
+    const Result nhwc = run(true, x.contiguous(cl), w, b, grad);
+    EXPECT_TRUE(nhwc.out.is_contiguous(cl));
+    EXPECT_TRUE(nhwc.grad_input.is_contiguous(cl));
+    EXPECT_TRUE(at::equal(nhwc.out, nchw.out));
+    EXPECT_TRUE(at::equal(nhwc.grad_input, nchw.grad_input));
+    EXPECT_TRUE(at::equal(nhwc.grad_weight, nchw.grad_weight));
+    EXPECT_TRUE(at::equal(nhwc.grad_bias, nchw.grad_bias));
+  }
+}
+
 TEST(WinogradConv2d, ComputesOnlyTheGradientsAskedFor) {
   SKIP_WITHOUT_WINOGRAD();
   torch::manual_seed(1);
@@ -119,7 +140,9 @@ TEST(WinogradConv2d, AppliesOnlyToLargeFloat32ThreeByThreeStrideOneMaps) {
   EXPECT_FALSE(
       winograd_conv2d_applies(x.to(at::kBFloat16), w.to(at::kBFloat16), at::Tensor(), 1, 1, 1, 1));
   EXPECT_FALSE(winograd_conv2d_applies(x.transpose(2, 3), w, at::Tensor(), 1, 1, 1, 1))
-      << "not contiguous";
+      << "neither NCHW nor channels-last";
+  EXPECT_TRUE(winograd_conv2d_applies(x.contiguous(at::MemoryFormat::ChannelsLast), w, at::Tensor(),
+                                      1, 1, 1, 1));
   // Maps below kWinogradMinMapPixels stay direct, whatever the batch; an empty batch too.
   EXPECT_FALSE(winograd_conv2d_applies(at::randn({64, 64, 13, 14}), w, at::Tensor(), 1, 1, 1, 1));
   EXPECT_TRUE(winograd_conv2d_applies(at::randn({1, 64, 14, 14}), w, at::Tensor(), 1, 1, 1, 1));

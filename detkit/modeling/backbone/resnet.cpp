@@ -1,7 +1,9 @@
 #include "detkit/modeling/backbone/resnet.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
+#include "detkit/layers/conv2d.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -113,13 +115,20 @@ FeatureMap ResNet::forward(const at::Tensor& images) {
   auto keep = [&](const std::string& name, const at::Tensor& x) {
     if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) out[name] = x;
   };
-  at::Tensor x = stem_->forward(images);
+  at::Tensor x = stem_->forward(
+      channels_last_maps(images) ? images.contiguous(at::MemoryFormat::ChannelsLast) : images);
   keep("stem", x);
   for (size_t i = 0; i < stages_.size(); ++i) {
     x = stages_[i]->forward(x);
     keep(stage_names_[i], x);
   }
   return out;
+}
+
+bool ResNet::channels_last_maps(const at::Tensor& images) const {
+  return layers::conv_algorithm() == layers::ConvAlgorithm::kAuto && !is_training() &&
+         options_.norm() != "GN" && images.scalar_type() == at::kFloat &&
+         !at::autocast::is_cpu_enabled();
 }
 
 layers::ShapeSpecs ResNet::output_shape() const {

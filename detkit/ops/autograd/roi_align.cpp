@@ -73,9 +73,12 @@ class MultilevelRoiAlignFunction : public torch::autograd::Function<MultilevelRo
                                     pooled_width, sampling_ratio, aligned);  // checks the inputs
     }
     std::vector<int64_t> heights, widths;
+    bool channels_last = true;  // every level stored so: the gradients come back so too
     for (const at::Tensor& f : features) {
       heights.push_back(f.size(2));
       widths.push_back(f.size(3));
+      channels_last =
+          channels_last && !f.is_contiguous() && f.is_contiguous(at::MemoryFormat::ChannelsLast);
     }
     ctx->saved_data["spatial_scales"] = spatial_scales.vec();
     ctx->saved_data["pooled_height"] = pooled_height;
@@ -86,6 +89,7 @@ class MultilevelRoiAlignFunction : public torch::autograd::Function<MultilevelRo
     ctx->saved_data["channels"] = features[0].size(1);
     ctx->saved_data["heights"] = heights;
     ctx->saved_data["widths"] = widths;
+    ctx->saved_data["channels_last"] = channels_last;
     ctx->save_for_backward({rois, levels});
     return {output};
   }
@@ -99,7 +103,7 @@ class MultilevelRoiAlignFunction : public torch::autograd::Function<MultilevelRo
         grad_output[0], saved[0], saved[1], d["spatial_scales"].toDoubleVector(),
         d["pooled_height"].toInt(), d["pooled_width"].toInt(), d["batch_size"].toInt(),
         d["channels"].toInt(), d["heights"].toIntVector(), d["widths"].toIntVector(),
-        d["sampling_ratio"].toInt(), d["aligned"].toBool());
+        d["sampling_ratio"].toInt(), d["aligned"].toBool(), d["channels_last"].toBool());
     // One entry per level, then rois, levels, spatial_scales, pooled h/w, sampling, aligned.
     grads.resize(grads.size() + 7);
     return grads;

@@ -27,10 +27,9 @@ class WinogradConv2dFunction : public torch::autograd::Function<WinogradConv2dFu
   static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
     const auto saved = ctx->get_saved_variables();
     const bool with_bias = ctx->saved_data["with_bias"].toBool();
-    auto grads =
-        cpu::winograd_conv2d_backward(grad_output[0].contiguous(), saved[0], saved[1], with_bias,
-                                      {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
-                                       with_bias && ctx->needs_input_grad(2)});
+    auto grads = cpu::winograd_conv2d_backward(grad_output[0], saved[0], saved[1], with_bias,
+                                               {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                                with_bias && ctx->needs_input_grad(2)});
     return {grads.input, grads.weight, grads.bias};
   }
 };
@@ -47,7 +46,8 @@ bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight,
                              int64_t dilation, int64_t groups) {
   if (stride != 1 || padding != 1 || dilation != 1 || groups != 1) return false;
   if (!input.device().is_cpu() || input.scalar_type() != at::kFloat ||
-      weight.scalar_type() != at::kFloat || input.dim() != 4 || !input.is_contiguous() ||
+      weight.scalar_type() != at::kFloat || input.dim() != 4 ||
+      !(input.is_contiguous() || input.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
       weight.dim() != 4 || weight.size(2) != 3 || weight.size(3) != 3 ||
       weight.size(1) != input.size(1) || !weight.is_contiguous())
     return false;

@@ -28,7 +28,10 @@ memory scratchpad(const memory::desc& d) {
 memory user_memory(const at::Tensor& t, const memory::dims& dims, memory::format_tag plain) {
   int64_t elements = 1;
   for (auto d : dims) elements *= d;
-  TORCH_INTERNAL_ASSERT(t.is_contiguous() && t.numel() == elements, "oneDNN memory of ", elements,
+  const bool laid_out = plain == memory::format_tag::nhwc
+                            ? t.is_contiguous(at::MemoryFormat::ChannelsLast)
+                            : t.is_contiguous();
+  TORCH_INTERNAL_ASSERT(laid_out && t.numel() == elements, "oneDNN memory of ", elements,
                         " elements for a tensor of ", t.sizes());
   return memory(memory::desc(dims, memory::data_type::f32, plain), cpu_engine(), t.data_ptr());
 }

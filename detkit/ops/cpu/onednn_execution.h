@@ -30,8 +30,9 @@ class Execution {
  public:
   Execution();
 
-  /// `t` (contiguous float32, `plain` the order of its dims among the primitive's logical ones,
-  /// which `want` gives) as the primitive wants it: the tensor itself when the layouts match, else
+  /// `t` (float32 stored as `plain` says: contiguous, or channels-last for nhwc; `plain` the
+  /// order of its dims among the primitive's logical ones, which `want` gives) as the primitive
+  /// wants it: the tensor itself when the layouts match, else
   /// its reordered copy (made once per tensor and layout). Inputs are not written meanwhile.
   dnnl::memory input(const at::Tensor& t, const dnnl::memory::desc& want,
                      dnnl::memory::format_tag plain);

@@ -218,7 +218,8 @@ void forward_impl(const at::Tensor& input, const at::Tensor& rois, const int64_t
 }
 
 // The gradient of forward_impl with respect to its input: roi k's gradient is row rows[k] of grad
-// (rows = nullptr: row k).
+// (rows = nullptr: row k). grad_input (N, C, H, W) may be stored NCHW or channels-last; the
+// latter is accumulated in place, the former through a channels-last buffer.
 template <typename T>
 void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const int64_t* rows,
                    const PoolSettings& s, at::Tensor& grad_input) {
@@ -226,7 +227,9 @@ void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const int64_t
   const int64_t height = grad_input.size(2), width = grad_input.size(3);
   const int64_t num_rois = rois.size(0);
   const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
-  at::Tensor nhwc = at::zeros({batch_size, height, width, channels}, grad.options());
+  const bool in_place = grad_input.permute({0, 2, 3, 1}).is_contiguous();
+  at::Tensor nhwc = in_place ? grad_input.permute({0, 2, 3, 1}).zero_()
+                             : at::zeros({batch_size, height, width, channels}, grad.options());
   const T* g_out = grad.data_ptr<T>();
   const T* roi_data = rois.data_ptr<T>();
   T* g_in = nhwc.data_ptr<T>();
@@ -262,7 +265,7 @@ void backward_impl(const at::Tensor& grad, const at::Tensor& rois, const int64_t
       }
     }
   });
-  copy_channels_first<T>(nhwc, grad_input);
+  if (!in_place) copy_channels_first<T>(nhwc, grad_input);
 }
 
 // Checks that a feature map's pixels can be addressed by a Sample's 32-bit offsets.
@@ -417,7 +420,7 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
     const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
     at::ArrayRef<double> spatial_scales, int64_t pooled_height, int64_t pooled_width,
     int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
-    int64_t sampling_ratio, bool aligned) {
+    int64_t sampling_ratio, bool aligned, bool channels_last) {
   const size_t num_levels = spatial_scales.size();
   TORCH_CHECK(num_levels > 0 && heights.size() == num_levels && widths.size() == num_levels,
               "multilevel_roi_align backward: ", num_levels, " spatial scales, ", heights.size(),
@@ -438,7 +441,10 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
       grads.push_back(at::zeros({batch_size, channels, heights[l], widths[l]}, grad.options()));
       continue;
     }
-    at::Tensor g = at::empty({batch_size, channels, heights[l], widths[l]}, grad.options());
+    at::Tensor g =
+        at::empty({batch_size, channels, heights[l], widths[l]},
+                  grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
+                                                             : at::MemoryFormat::Contiguous));
     s.spatial_scale = spatial_scales[l];
     AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "multilevel_roi_align_backward", [&] {
       backward_impl<scalar_t>(grad, level.rois, level.rows.data(), s, g);

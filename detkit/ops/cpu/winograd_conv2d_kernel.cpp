@@ -103,6 +103,18 @@ std::shared_ptr<WinogradConv> conv_for(const ShapeKey& k) {
   return conv;
 }
 
+// How a feature map is stored: NCHW (contiguous) or NHWC (channels-last contiguous).
+tag map_layout(const at::Tensor& t) {
+  if (t.is_contiguous()) return tag::nchw;
+  TORCH_CHECK(t.is_contiguous(at::MemoryFormat::ChannelsLast), "detkit winograd_conv2d: a map of ",
+              t.sizes(), " with strides ", t.strides(), " is neither NCHW nor channels-last");
+  return tag::nhwc;
+}
+
+at::MemoryFormat memory_format_of(tag layout) {
+  return layout == tag::nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+}
+
 }  // namespace
 
 bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias) {
@@ -114,12 +126,14 @@ at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& we
   const ShapeKey k = key_of(input, weight, bias.defined());
   const auto conv = conv_for(k);
   const auto& pd = conv->forward_pd;
-  at::Tensor out = at::empty({k.n, k.o, k.h, k.w}, input.options());
+  const tag maps = map_layout(input);
+  at::Tensor out =
+      at::empty({k.n, k.o, k.h, k.w}, input.options().memory_format(memory_format_of(maps)));
   Execution e;
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nchw)},
+      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
       {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::oihw)},
-      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), tag::nchw)}};
+      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), maps)}};
   if (k.bias) args.emplace(DNNL_ARG_BIAS, e.input(bias, pd.bias_desc(), tag::x));
   e.run(conv->forward, pd, std::move(args));
   return out;
@@ -132,22 +146,24 @@ ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tens
   const auto conv = conv_for(k);
   ensure_backward(*conv);
   ConvGrads grads;
+  const tag maps = map_layout(input);
+  const at::Tensor grad = grad_output.contiguous(memory_format_of(maps));
   Execution e;  // one for both passes: grad_output is reordered once
   if (needed[0]) {
     const auto& pd = *conv->backward_input_pd;
-    grads.input = at::empty_like(input);
+    grads.input = at::empty(input.sizes(), input.options().memory_format(memory_format_of(maps)));
     e.run(*conv->backward_input, pd,
-          {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},
+          {{DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), maps)},
            {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::oihw)},
-           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), tag::nchw)}});
+           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), maps)}});
   }
   if (needed[1] || (with_bias && needed[2])) {  // oneDNN computes both in one pass
     const auto& pd = *conv->backward_weight_pd;
     grads.weight = at::empty_like(weight);
     if (with_bias) grads.bias = at::empty({k.o}, weight.options());
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nchw)},
-        {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), tag::nchw)},
+        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
+        {DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), maps)},
         {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
     if (with_bias)
       args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));

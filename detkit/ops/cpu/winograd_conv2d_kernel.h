@@ -1,6 +1,7 @@
 #pragma once
 // oneDNN's Winograd F(4x4, 3x3) convolution kernels (AVX-512 CPUs) for a 3x3 kernel, stride 1,
-// padding 1, dilation 1, one group, on contiguous float32 NCHW CPU tensors. Internal to ops/:
+// padding 1, dilation 1, one group, on float32 CPU maps stored NCHW or channels-last (results in
+// the input's layout). Internal to ops/:
 // models go through ops/winograd_conv2d.h, which adds autograd and the choice of algorithm.
 #include <ATen/core/Tensor.h>
 
