@@ -107,12 +107,14 @@ TEST(MultilevelRoiAlign, ChannelsLastMapsGiveTheSameValuesAndChannelsLastGradien
   const at::Tensor y_cl = multilevel_roi_align(nhwc, r, lv, kScales, 7, 7, 0, false);
   EXPECT_TRUE(at::equal(y, y_cl));
   const at::Tensor v = at::randn(y.sizes());
-  (y * v).sum().backward();
-  (y_cl * v).sum().backward();
-  for (size_t l = 0; l < nchw.size(); ++l) {
-    EXPECT_TRUE(nchw[l].grad().is_contiguous()) << "level " << l;
-    EXPECT_TRUE(nhwc[l].grad().is_contiguous(cl)) << "level " << l;
-    EXPECT_TRUE(at::equal(nchw[l].grad(), nhwc[l].grad())) << "level " << l;
+  // The op's own gradients, as autograd::grad returns them: a leaf's .grad() would be laid out
+  // like the leaf whatever the op returned.
+  const auto g = torch::autograd::grad({y}, nchw, {v});
+  const auto g_cl = torch::autograd::grad({y_cl}, nhwc, {v});
+  for (size_t l = 0; l < nchw.size(); ++l) {  // level 2 has no roi: zeros, in the maps' layout
+    EXPECT_TRUE(g[l].is_contiguous()) << "level " << l;
+    EXPECT_TRUE(g_cl[l].is_contiguous(cl) && !g_cl[l].is_contiguous()) << "level " << l;
+    EXPECT_TRUE(at::equal(g[l], g_cl[l])) << "level " << l;
   }
 }
 
@@ -154,6 +156,23 @@ TEST(MultilevelRoiAlign, RejectsBadLevelsAndPyramids) {
   EXPECT_NE(message([&] {
               multilevel_roi_align(maps, nan_roi, levels(), kScales, 7, 7, 2, true);
             }).find("roi 4 has a non-finite corner"),
+            std::string::npos);
+}
+
+TEST(MultilevelRoiAlign, BackwardRejectsBadShapes) {
+  const at::Tensor r = rois(at::kFloat), lv = levels();
+  const at::Tensor grad = at::randn({30, 40, 7, 7});
+  auto run = [&](const at::Tensor& g, std::vector<int64_t> heights, int64_t channels) {
+    return message([&] {
+      multilevel_roi_align_backward(g, r, lv, kScales, 7, 7, 2, channels, heights, {25, 12, 6}, 2,
+                                    true);
+    });
+  };
+  EXPECT_NE(run(grad, {30, 15}, 40).find("3 spatial scales, 2 heights and 3 widths"),
+            std::string::npos);
+  EXPECT_NE(run(grad, {30, -1, 7}, 40).find("level 1 is -1x12"), std::string::npos);
+  EXPECT_NE(run(grad, {30, 15, 7}, -2).find("channels -2 must be non-negative"), std::string::npos);
+  EXPECT_NE(run(grad.slice(0, 0, 29), {30, 15, 7}, 40).find("grad must be (30, 40, 7, 7)"),
             std::string::npos);
 }
 

@@ -95,7 +95,11 @@ TEST(WinogradConv2d, ChannelsLastMapsGiveTheSameValuesInTheirOwnLayout) {
   for (const at::Tensor& grad : {g, g.contiguous(cl)}) {
     const Result nhwc = run(true, x.contiguous(cl), w, b, grad);
     EXPECT_TRUE(nhwc.out.is_contiguous(cl));
-    EXPECT_TRUE(nhwc.grad_input.is_contiguous(cl));
+    // The op's own input gradient (x.grad() would be laid out like x whatever the op returned).
+    const at::Tensor xc = x.contiguous(cl).requires_grad_(true);
+    const at::Tensor gin = torch::autograd::grad({winograd_conv2d(xc, w, b)}, {xc}, {grad})[0];
+    EXPECT_TRUE(gin.is_contiguous(cl) && !gin.is_contiguous());
+    EXPECT_TRUE(at::equal(gin, nchw.grad_input));
     EXPECT_TRUE(at::equal(nhwc.out, nchw.out));
     EXPECT_TRUE(at::equal(nhwc.grad_input, nchw.grad_input));
     EXPECT_TRUE(at::equal(nhwc.grad_weight, nchw.grad_weight));

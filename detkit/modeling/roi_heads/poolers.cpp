@@ -8,6 +8,7 @@
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
+
 at::Tensor assign_boxes_to_levels(const std::vector<structures::Boxes>& boxes, int64_t min_level,
                                   int64_t max_level, int64_t canonical_box_size,
                                   int64_t canonical_level) {

@@ -431,6 +431,8 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
   check_rois(rois, s, batch_size);
   check_grad(grad, rois, channels, s);
   const std::vector<LevelRois> by_level = split_by_level(rois, levels, num_levels);
+  const at::TensorOptions options = grad.options().memory_format(
+      channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   std::vector<at::Tensor> grads;
   for (size_t l = 0; l < num_levels; ++l) {
     TORCH_CHECK(heights[l] >= 0 && widths[l] >= 0, "multilevel_roi_align backward: level ", l,
@@ -438,13 +440,10 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
     check_map_size(heights[l], widths[l]);
     const LevelRois& level = by_level[l];
     if (level.rows.empty() || batch_size * channels * heights[l] * widths[l] == 0) {
-      grads.push_back(at::zeros({batch_size, channels, heights[l], widths[l]}, grad.options()));
+      grads.push_back(at::empty({batch_size, channels, heights[l], widths[l]}, options).zero_());
       continue;
     }
-    at::Tensor g =
-        at::empty({batch_size, channels, heights[l], widths[l]},
-                  grad.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast
-                                                             : at::MemoryFormat::Contiguous));
+    at::Tensor g = at::empty({batch_size, channels, heights[l], widths[l]}, options);
     s.spatial_scale = spatial_scales[l];
     AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "multilevel_roi_align_backward", [&] {
       backward_impl<scalar_t>(grad, level.rois, level.rows.data(), s, g);
