@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "detkit/solver/sgd_kernel.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
@@ -25,6 +26,39 @@ void check_defaults(const SGDOptions& o) {
                 text(o.momentum()) + ", dampening " + text(o.dampening()));
   }
 }
+
+bool fusable(const at::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.layout() == at::kStrided &&
+         t.is_contiguous();
+}
+
+}  // namespace
+
+bool SGD::fused_step(SGDParamGroup& group, size_t i) {
+  at::Tensor& p = group.params[i];
+  const at::Tensor& grad = p.grad();
+  at::Tensor& buffer = group.momentum_buffers[i];
+  const bool momentum = group.momentum != 0;
+  // The first step makes the momentum buffer op by op: making it here instead (at::empty_like)
+  // raised a Mask R-CNN R50 run's peak RSS by 55 MB, measured, through where the heap put it.
+  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes() ||
+      (momentum && (!buffer.defined() || !fusable(buffer) || buffer.sizes() != p.sizes())))
+    return false;
+  SgdCoefficients c;
+  c.weight_decay = static_cast<float>(group.weight_decay);
+  c.momentum = static_cast<float>(group.momentum);
+  c.one_minus_dampening = static_cast<float>(1 - group.dampening);
+  c.minus_lr = static_cast<float>(-group.lr);
+  c.nesterov = group.nesterov;
+  sgd_update(p.data_ptr<float>(), grad.data_ptr<float>(),
+             momentum ? buffer.data_ptr<float>() : nullptr, p.numel(), c);
+  // As add_ / mul_ would: autograd then refuses a backward through a graph that saved `p`.
+  p.unsafeGetTensorImpl()->bump_version();
+  if (momentum) buffer.unsafeGetTensorImpl()->bump_version();
+  return true;
+}
+
+namespace {
 
 std::string shape_text(at::IntArrayRef sizes) {
   std::ostringstream out;
@@ -65,6 +99,7 @@ bool SGD::step() {
     for (size_t i = 0; i < group.params.size(); ++i) {
       at::Tensor& p = group.params[i];
       if (!p.grad().defined()) continue;
+      if (fused_step(group, i)) continue;
       at::Tensor d_p = p.grad();
       if (group.weight_decay != 0) d_p = d_p.add(p, group.weight_decay);
       if (group.momentum != 0) {

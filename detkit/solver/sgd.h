@@ -5,6 +5,7 @@
 //   b = g (first step), else b = momentum * b + (1 - dampening) * g
 //   g = g + momentum * b (nesterov), else g = b
 //   p = p - lr * g
+// in one pass over each float32 parameter (sgd_kernel.h), with ATen's roundings.
 // Optional per-parameter gradient clipping before each step, as Detectron2's
 // maybe_add_gradient_clipping. State (momentum buffers, group hyper-parameters) round-trips
 // through SGDState, laid out as PyTorch's optimizer.state_dict(). Implements Optimizer.
@@ -77,6 +78,11 @@ class SGD : public Optimizer {
   void load_state_dict(const SGDState& state);
 
  private:
+  // Updates parameter i of `group` (which has a gradient) in one pass (sgd_kernel.h) where it,
+  // its gradient and its momentum buffer (from the second step on) are contiguous float32 CPU
+  // tensors; returns false, having changed nothing, otherwise: the op-by-op path then updates it.
+  bool fused_step(SGDParamGroup& group, size_t i);
+
   SGDOptions defaults_;
   std::vector<SGDParamGroup> groups_;
   GradientClipper clipper_;
