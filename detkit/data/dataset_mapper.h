@@ -57,7 +57,7 @@ class DatasetMapper {
   DatasetMapperOptions options_;
 };
 
-/// An (H, W, 3) uint8 image as a (3, H, W) float tensor of 0..255.
+/// An (H, W, 3) uint8 image as a (3, H, W) float tensor of 0..255 (another depth: a c10::Error).
 at::Tensor image_to_tensor(const cv::Mat& image);
 
 }  // namespace detkit::data

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <opencv2/core.hpp>
+
 #include "detkit/config/defaults.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/utils/error.h"
@@ -143,6 +145,24 @@ TEST_F(MapperFixture, NoMasksWithoutMaskOn) {
   structures::ModelInput input = DatasetMapper(options(false, MaskFormat::kNone))(dataset, 0, rng);
   EXPECT_FALSE(input.instances->has("gt_masks"));
   EXPECT_EQ(input.instances->size(), 2);
+}
+
+TEST(ImageToTensor, ChannelsFirstFloatOfEveryByte) {
+  // Every byte value, a width that is no multiple of a vector, and a non-continuous view (a
+  // column range of a wider image): the (3, H, W) float tensor of the (H, W, 3) bytes.
+  cv::Mat wide(5, 107, CV_8UC3);
+  for (int i = 0; i < wide.rows * wide.cols * 3; ++i) wide.data[i] = static_cast<uint8_t>(i * 7);
+  for (const cv::Mat& image : {wide, wide.colRange(3, 90)}) {
+    cv::Mat continuous = image.clone();
+    const at::Tensor expected =
+        at::from_blob(continuous.data, {continuous.rows, continuous.cols, 3}, at::kByte)
+            .permute({2, 0, 1})
+            .to(at::kFloat);
+    const at::Tensor got = image_to_tensor(image);
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(got.equal(expected))
+        << image.cols << " columns, continuous " << image.isContinuous();
+  }
 }
 
 TEST(DatasetMapperConfig, ReadsFormatAndMasks) {

@@ -44,6 +44,24 @@ TEST(BitMasks, FromPolygonsAreaAndBoxes) {
   EXPECT_THROW(BitMasks(at::zeros({4, 4})), c10::Error);
 }
 
+TEST(BitMasks, NonemptyFindsAPixelAnywhereAsAnyDoes) {
+  // One pixel on at the first byte, at the last, in the middle, none; the contiguous scan and
+  // libtorch's any() (which a non-contiguous view still takes) agree.
+  at::Tensor masks = at::zeros({5, 7, 9}, at::kBool);
+  masks[0][0][0] = true;
+  masks[1][6][8] = true;
+  masks[2][3][4] = true;
+  masks[4].fill_(true);
+  const at::Tensor expected = bools({1, 1, 1, 0, 1});
+  EXPECT_TRUE(BitMasks(masks).nonempty().equal(expected));
+  EXPECT_TRUE(BitMasks(masks).nonempty().equal(masks.flatten(1).any(1)));
+  const at::Tensor transposed = masks.transpose(1, 2);
+  ASSERT_FALSE(transposed.is_contiguous());
+  EXPECT_TRUE(BitMasks(transposed).nonempty().equal(expected));
+  EXPECT_EQ(BitMasks(at::zeros({0, 7, 9}, at::kBool)).nonempty().numel(), 0);
+  EXPECT_EQ(BitMasks(at::zeros({2, 0, 9}, at::kBool)).nonempty().sum().item<int64_t>(), 0);
+}
+
 TEST(BitMasks, EmptyPolygonMasks) {
   BitMasks bits = PolygonMasks().to_bitmasks(3, 5);
   EXPECT_EQ(bits.tensor().sizes(), (at::IntArrayRef{0, 3, 5}));
