@@ -150,8 +150,8 @@ at::Tensor BitMasks::nonempty() const {
   at::Tensor out = at::empty({n}, at::kBool);
   const auto* bytes = reinterpret_cast<const unsigned char*>(tensor_.data_ptr<bool>());
   bool* found = out.data_ptr<bool>();
-  for (int64_t i = 0; i < n; ++i)
-    found[i] = std::memchr(bytes + i * pixels, 1, static_cast<size_t>(pixels)) != nullptr;
+  for (int64_t i = 0; i < n; ++i)  // (masks of no pixels have no data pointer to scan)
+    found[i] = pixels > 0 && std::memchr(bytes + i * pixels, 1, static_cast<size_t>(pixels));
   return out;
 }
 
