@@ -32,34 +32,6 @@ bool fusable(const at::Tensor& t) {
          t.is_contiguous();
 }
 
-}  // namespace
-
-bool SGD::fused_step(SGDParamGroup& group, size_t i) {
-  at::Tensor& p = group.params[i];
-  const at::Tensor& grad = p.grad();
-  at::Tensor& buffer = group.momentum_buffers[i];
-  const bool momentum = group.momentum != 0;
-  // The first step makes the momentum buffer op by op: making it here instead (at::empty_like)
-  // raised a Mask R-CNN R50 run's peak RSS by 55 MB, measured, through where the heap put it.
-  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes() ||
-      (momentum && (!buffer.defined() || !fusable(buffer) || buffer.sizes() != p.sizes())))
-    return false;
-  SgdCoefficients c;
-  c.weight_decay = static_cast<float>(group.weight_decay);
-  c.momentum = static_cast<float>(group.momentum);
-  c.one_minus_dampening = static_cast<float>(1 - group.dampening);
-  c.minus_lr = static_cast<float>(-group.lr);
-  c.nesterov = group.nesterov;
-  sgd_update(p.data_ptr<float>(), grad.data_ptr<float>(),
-             momentum ? buffer.data_ptr<float>() : nullptr, p.numel(), c);
-  // As add_ / mul_ would: autograd then refuses a backward through a graph that saved `p`.
-  p.unsafeGetTensorImpl()->bump_version();
-  if (momentum) buffer.unsafeGetTensorImpl()->bump_version();
-  return true;
-}
-
-namespace {
-
 std::string shape_text(at::IntArrayRef sizes) {
   std::ostringstream out;
   out << sizes;
@@ -86,6 +58,30 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults) : defaults_
     g.momentum_buffers.resize(g.params.size());
     groups_.push_back(std::move(g));
   }
+}
+
+bool SGD::fused_step(SGDParamGroup& group, size_t i) {
+  at::Tensor& p = group.params[i];
+  const at::Tensor& grad = p.grad();
+  at::Tensor& buffer = group.momentum_buffers[i];
+  const bool momentum = group.momentum != 0;
+  // The first step makes the momentum buffer op by op: making it here instead (at::empty_like)
+  // raised a Mask R-CNN R50 run's peak RSS by 55 MB, measured, through where the heap put it.
+  if (!fusable(p) || !fusable(grad) || grad.sizes() != p.sizes() ||
+      (momentum && (!buffer.defined() || !fusable(buffer) || buffer.sizes() != p.sizes())))
+    return false;
+  SgdCoefficients c;
+  c.weight_decay = static_cast<float>(group.weight_decay);
+  c.momentum = static_cast<float>(group.momentum);
+  c.one_minus_dampening = static_cast<float>(1 - group.dampening);
+  c.minus_lr = static_cast<float>(-group.lr);
+  c.nesterov = group.nesterov;
+  sgd_update(p.data_ptr<float>(), grad.data_ptr<float>(),
+             momentum ? buffer.data_ptr<float>() : nullptr, p.numel(), c);
+  // As add_ / mul_ would: autograd then refuses a backward through a graph that saved `p`.
+  p.unsafeGetTensorImpl()->bump_version();
+  if (momentum) buffer.unsafeGetTensorImpl()->bump_version();
+  return true;
 }
 
 bool SGD::step() {
