@@ -59,6 +59,24 @@ void record_winograd_convolution(const at::RecordFunction& fn) {
   active_counter->record("conv", w.data_ptr(), conv_flops(x.sizes(), w.sizes(), x.sizes(), false));
 }
 
+// detkit::blocked_conv2d(input (N, C/16, H, W, 16), weight (O, C, k, k), stride, padding,
+// dilation): counted as the convolution of the (N, C, H, W) map it holds.
+void record_blocked_convolution(const at::RecordFunction& fn) {
+  auto inputs = fn.inputs();
+  if (inputs.size() < 5 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
+  const at::Tensor& x = inputs[0].toTensor();
+  const at::Tensor& w = inputs[1].toTensor();
+  if (x.dim() != 5 || w.dim() != 4) return;
+  const int64_t stride = inputs[2].toInt(), padding = inputs[3].toInt();
+  const int64_t dilation = inputs[4].toInt();
+  std::vector<int64_t> out_shape = {x.size(0), w.size(0)};
+  for (int64_t d : {2, 3})
+    out_shape.push_back((x.size(d) + 2 * padding - dilation * (w.size(d) - 1) - 1) / stride + 1);
+  active_counter->record(
+      "conv", w.data_ptr(),
+      conv_flops({x.size(0), w.size(1), x.size(2), x.size(3)}, w.sizes(), out_shape, false));
+}
+
 // Matrix products with a weight: aten::linear(input, weight, bias) and the ops libtorch's
 // nn::Linear calls directly, aten::addmm(bias, input, weight.t()) and aten::matmul(input,
 // weight.t()); also aten::mm. fvcore's count: prod(input shape) * output features.
@@ -87,6 +105,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     record_convolution(fn);
   } else if (std::strcmp(name, "detkit::winograd_conv2d") == 0) {
     record_winograd_convolution(fn);
+  } else if (std::strcmp(name, "detkit::blocked_conv2d") == 0) {
+    record_blocked_convolution(fn);
   } else if (std::strcmp(name, "aten::linear") == 0 || std::strcmp(name, "aten::addmm") == 0 ||
              std::strcmp(name, "aten::matmul") == 0 || std::strcmp(name, "aten::mm") == 0) {
     record_matrix_product(fn, name);

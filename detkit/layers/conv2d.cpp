@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "detkit/layers/norm.h"
+#include "detkit/ops/blocked_maps.h"
 #include "detkit/ops/winograd_conv2d.h"
 #include "detkit/utils/error.h"
 
@@ -34,7 +35,8 @@ std::string conv_algorithm_report(ConvAlgorithm algorithm) {
            "they need AVX-512)" +
            transposed;
   return "convolutions: oneDNN's Winograd F(4x4, 3x3) kernels for float32 3x3 stride-1 maps of "
-         "14x14 and more, libtorch's direct kernels for the rest" +
+         "14x14 and more, libtorch's direct kernels for the rest; in training, a BN or FrozenBN "
+         "ResNet and its FPN on oneDNN's kernels in their blocked layout (no reorders)" +
          transposed;
 }
 
@@ -62,6 +64,12 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
 
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   const auto& o = options_;
+  if (ops::is_blocked(x)) {
+    TORCH_CHECK(o.groups() == 1, "Conv2d: a blocked map needs one group, got ", o.groups());
+    return blocked_norm_forward(
+        norm_, ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation()),
+        o.relu());
+  }
   at::Tensor y =
       conv_algorithm() == ConvAlgorithm::kAuto &&
               ops::winograd_conv2d_applies(x, weight_, bias_, o.stride(), o.padding(), o.dilation(),

@@ -28,6 +28,8 @@ struct Conv2dOptions {
 class Conv2dImpl : public torch::nn::Module {
  public:
   explicit Conv2dImpl(const Conv2dOptions& options);
+  /// x: an (N, C, H, W) map, or a blocked one (ops/blocked_maps.h; one group, a norm with
+  /// norm_has_blocked_form), which gives a blocked result.
   at::Tensor forward(const at::Tensor& x);
 
   const Conv2dOptions& options() const { return options_; }
@@ -46,7 +48,9 @@ TORCH_MODULE(Conv2d);
 /// torch.backends.cudnn.benchmark from CUDNN_BENCHMARK):
 /// - kAuto ("auto", the default): a float32 3x3 stride-1 convolution on a large enough map runs
 ///   oneDNN's Winograd kernels where the CPU has them (ops/winograd_conv2d.h); every other
-///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d. Transposed
+///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d. In training, a ResNet
+///   with BN or FrozenBN (and an FPN on it) keeps its maps in oneDNN's blocked layout and runs
+///   its convolutions and BatchNorms there (ResNet::blocked_maps, ops/blocked_maps.h). Transposed
 ///   convolutions (layers/conv_transpose2d.h) run oneDNN's deconvolution kernels where it has JIT
 ///   ones for the shape (ops/onednn_conv_transpose2d.h), at::conv_transpose2d elsewhere.
 /// - kDirect ("direct"): at::conv2d and at::conv_transpose2d everywhere, libtorch's (and

@@ -16,12 +16,16 @@ at::Tensor FrozenBatchNorm2dImpl::forward(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == num_features_, "FrozenBatchNorm2d(", num_features_,
               ") needs (N, ", num_features_, ", H, W) input, got ", x.sizes());
   if (x.requires_grad()) {  // the affine form: differentiable w.r.t. x only
-    at::Tensor scale = weight_ * (running_var_ + eps_).rsqrt();
-    at::Tensor shift = bias_ - running_mean_ * scale;
+    auto [scale, shift] = scale_and_shift();
     return x * scale.reshape({1, -1, 1, 1}) + shift.reshape({1, -1, 1, 1});
   }
   return at::batch_norm(x, weight_, bias_, running_mean_, running_var_, /*training=*/false, 0.0,
                         eps_, /*cudnn_enabled=*/false);
+}
+
+std::pair<at::Tensor, at::Tensor> FrozenBatchNorm2dImpl::scale_and_shift() const {
+  at::Tensor scale = weight_ * (running_var_ + eps_).rsqrt();
+  return {scale, bias_ - running_mean_ * scale};
 }
 
 }  // namespace detkit::layers

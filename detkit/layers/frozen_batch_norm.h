@@ -4,6 +4,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <utility>
+
 namespace detkit::layers {
 
 class FrozenBatchNorm2dImpl : public torch::nn::Module {
@@ -12,6 +14,8 @@ class FrozenBatchNorm2dImpl : public torch::nn::Module {
   /// x: (N, C, H, W) -> x * scale + shift, per channel.
   at::Tensor forward(const at::Tensor& x);
   int64_t num_features() const { return num_features_; }
+  /// The per-channel (scale, shift) of forward's affine form, from the buffers.
+  std::pair<at::Tensor, at::Tensor> scale_and_shift() const;
 
  private:
   int64_t num_features_;

@@ -5,6 +5,7 @@
 
 #include "detkit/layers/frozen_batch_norm.h"
 #include "detkit/layers/sync_batch_norm.h"
+#include "detkit/ops/blocked_maps.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::layers {
@@ -26,6 +27,42 @@ torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
   }
   throw Error("unknown norm '" + name +
               "'; known: '' (none), BN, SyncBN, naiveSyncBN, naiveSyncBN_N, FrozenBN, GN");
+}
+
+bool norm_has_blocked_form(const std::string& name) {
+  return name.empty() || name == "BN" || name == "FrozenBN";
+}
+
+at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu) {
+  auto relu_if_asked = [relu](at::Tensor y) { return relu ? at::relu_(y) : y; };
+  if (norm.is_empty()) return relu_if_asked(x);
+  if (auto* frozen = dynamic_cast<FrozenBatchNorm2dImpl*>(norm.ptr().get())) {
+    auto [scale, shift] = frozen->scale_and_shift();
+    return relu_if_asked(ops::blocked_channel_affine(x, scale, shift));
+  }
+  auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(norm.ptr().get());
+  if (bn == nullptr)
+    throw Error("a norm layer other than BN or FrozenBN has no form for blocked maps: " +
+                norm.ptr()->name());
+  const auto& o = bn->options;
+  if (!bn->is_training() && o.track_running_stats()) {  // eval: the running statistics
+    at::Tensor scale = (bn->running_var + o.eps()).rsqrt();
+    if (o.affine()) scale = scale * bn->weight;
+    at::Tensor shift = -bn->running_mean * scale;
+    if (o.affine()) shift = shift + bn->bias;
+    return relu_if_asked(ops::blocked_channel_affine(x, scale, shift));
+  }
+  // torch::nn::BatchNorm2d's training step: count the batch, momentum or a cumulative average.
+  double momentum = 0.0;
+  if (o.track_running_stats()) {
+    at::NoGradGuard no_grad;
+    bn->num_batches_tracked.add_(1);
+    momentum = o.momentum() ? *o.momentum() : 1.0 / bn->num_batches_tracked.item<double>();
+  }
+  return ops::blocked_batch_norm(
+      x, o.affine() ? bn->weight : at::Tensor(), o.affine() ? bn->bias : at::Tensor(),
+      o.track_running_stats() ? bn->running_mean : at::Tensor(),
+      o.track_running_stats() ? bn->running_var : at::Tensor(), momentum, o.eps(), relu);
 }
 
 std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch::nn::Module& model) {

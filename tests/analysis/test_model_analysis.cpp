@@ -123,18 +123,23 @@ int64_t resnet50_flops(int64_t side) {
   return flops;
 }
 
-// Under CONV_ALGORITHM auto the large 3x3 convs run as detkit::winograd_conv2d (on AVX-512 CPUs):
-// counted as the convolutions they compute, so the count is the same.
-TEST(FlopCounter, ResNet50MatchesClosedFormUnderEitherConvAlgorithm) {
+// Under CONV_ALGORITHM auto the large 3x3 convs run as detkit::winograd_conv2d (on AVX-512 CPUs),
+// and in training every conv of the stages as detkit::blocked_conv2d: counted as the convolutions
+// they compute, so the count is the same.
+TEST(FlopCounter, ResNet50MatchesClosedFormUnderEitherConvAlgorithmAndLayout) {
   ResNet resnet(ResNetOptions().stride_in_1x1(false).out_features({"res5"}));
-  resnet.eval();
-  for (auto algorithm : {layers::ConvAlgorithm::kDirect, layers::ConvAlgorithm::kAuto}) {
+  const std::pair<layers::ConvAlgorithm, bool> runs[] = {{layers::ConvAlgorithm::kDirect, false},
+                                                         {layers::ConvAlgorithm::kAuto, false},
+                                                         {layers::ConvAlgorithm::kAuto, true}};
+  for (auto [algorithm, training] : runs) {
     layers::set_conv_algorithm(algorithm);
+    resnet.train(training);
     FlopCounter counter(resnet);
     torch::NoGradGuard no_grad;
     resnet.forward(torch::rand({1, 3, 224, 224}));
     std::cout << "[ flops ] ResNet-50 body at 224x224, "
-              << (algorithm == layers::ConvAlgorithm::kAuto ? "auto" : "direct") << ": "
+              << (algorithm == layers::ConvAlgorithm::kAuto ? "auto" : "direct")
+              << (training ? ", training" : "") << ": "
               << with_thousands_separators(counter.total()) << "\n";
     EXPECT_EQ(counter.total(), resnet50_flops(224));
     EXPECT_EQ(counter.by_operator().size(), 1u);

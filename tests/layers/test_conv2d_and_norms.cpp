@@ -1,13 +1,14 @@
 #include <gtest/gtest.h>
-
 #include <torch/torch.h>
 
 #include <iostream>
+#include <string>
 
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/layers/conv2d.h"
 #include "detkit/layers/frozen_batch_norm.h"
 #include "detkit/layers/norm.h"
+#include "detkit/ops/blocked_maps.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::layers {
@@ -89,6 +90,75 @@ TEST(Conv2d, EitherConvAlgorithmComputesTheSameConvolution) {
         << e.what();
   }
   EXPECT_NE(conv_algorithm_report(ConvAlgorithm::kDirect).find("direct"), std::string::npos);
+}
+
+// A blocked map through Conv2d: the NCHW layer's results with BN (training and eval, momentum or
+// a cumulative average), FrozenBN and no norm, and the same updates to BN's buffers.
+TEST(Conv2d, BlockedMapsGiveTheNchwResultsWithEveryNormThatHasABlockedForm) {
+  if (!ops::blocked_maps_available())
+    GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
+  struct Case {
+    std::string norm;
+    bool training;
+    c10::optional<double> momentum;
+  };
+  const Case cases[] = {{"BN", true, 0.1},
+                        {"BN", true, c10::nullopt},
+                        {"BN", false, 0.1},
+                        {"FrozenBN", true, 0.1},
+                        {"", true, 0.1}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.norm + (k.training ? " training" : " eval"));
+    auto make = [&] {
+      torch::manual_seed(5);
+      Conv2d conv(Conv2dOptions(32, 48, 1).stride(2).bias(k.norm.empty()).norm(k.norm).relu(true));
+      if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(
+              conv->children().empty() ? nullptr : conv->children()[0].get())) {
+        bn->options.momentum(k.momentum);
+        torch::NoGradGuard no_grad;
+        bn->running_mean.uniform_(-1, 1);
+        bn->running_var.uniform_(0.5, 2);
+      }
+      conv->train(k.training);
+      return conv;
+    };
+    Conv2d nchw = make(), blocked = make();
+    const at::Tensor x = torch::randn({2, 32, 9, 13});
+    at::Tensor ref, out;
+    for (int step = 0; step < 2; ++step) {  // the second step sees the first's statistics
+      ref = nchw->forward(x);
+      out = ops::from_blocked(blocked->forward(ops::to_blocked(x)));
+    }
+    const double diff = ((out - ref).abs().max() / ref.abs().max()).item<double>();
+    std::cout << "[ conv blocked ] " << (k.norm.empty() ? "no norm" : k.norm)
+              << (k.training ? " training" : " eval") << (k.momentum ? "" : " (cumulative average)")
+              << ": blocked vs NCHW, max diff / max |value| " << diff << "\n";
+    EXPECT_LT(diff, 1e-5);
+    auto expected = nchw->named_buffers();
+    for (const auto& b : blocked->named_buffers()) {
+      const at::Tensor& want = expected[b.key()];
+      if (b.value().scalar_type() == at::kLong) {
+        EXPECT_TRUE(b.value().equal(want)) << b.key();  // num_batches_tracked
+      } else {
+        EXPECT_TRUE(at::allclose(b.value(), want, 1e-5, 1e-6)) << b.key();
+      }
+    }
+  }
+}
+
+TEST(Conv2d, ABlockedMapWithANormThatHasNoBlockedFormIsANamedError) {
+  if (!ops::blocked_maps_available())
+    GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
+  EXPECT_FALSE(norm_has_blocked_form("GN"));
+  EXPECT_FALSE(norm_has_blocked_form("SyncBN"));
+  Conv2d conv(Conv2dOptions(32, 32, 1).norm("GN"));
+  try {
+    conv->forward(ops::to_blocked(torch::randn({1, 32, 4, 4})));
+    FAIL() << "GroupNorm ran on a blocked map";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no form for blocked maps"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Norm, ByConfigName) {

@@ -34,7 +34,18 @@ class ResNet : public Backbone {
   FeatureMap forward(const at::Tensor& images) override;
   layers::ShapeSpecs output_shape() const override;
 
+  /// Whether training keeps the maps blocked (ops/blocked_maps.h) from the stem's output to each
+  /// stage's: oneDNN's AVX-512 kernels for every convolution and BatchNorm, with no reorder
+  /// around each (the NCHW path reorders every map in and out of every convolution, forward and
+  /// backward). Needs BN or FrozenBN (or no norm), one group, channels in multiples of 16,
+  /// float32 and the kernels (AVX-512), and CONV_ALGORITHM auto.
+  bool blocked_maps(const at::Tensor& images) const;
+  /// forward(images), with the stages' maps left blocked where blocked_maps(images) (the stem's
+  /// is NCHW): for a neck that continues on blocked maps (FPN). forward() gives them NCHW.
+  FeatureMap forward_blocked(const at::Tensor& images);
+
  private:
+  FeatureMap run(const at::Tensor& images, bool keep_blocked);
   /// Whether the maps run channels-last (NHWC) through the network: in eval mode under
   /// CONV_ALGORITHM auto, for float32 images and a BatchNorm-family norm (BN, SyncBN, FrozenBN).
   /// oneDNN's convolutions then read and write them without reordering to and from their blocked

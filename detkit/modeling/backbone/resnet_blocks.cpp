@@ -18,19 +18,27 @@ Conv2d make_shortcut(torch::nn::Module& block, const BlockOptions& o) {
 }  // namespace
 
 BasicStemImpl::BasicStemImpl(int64_t in_channels, int64_t out_channels, const std::string& norm) {
-  conv1_ = register_module(
-      "conv1", Conv2d(Conv2dOptions(in_channels, out_channels, 7).stride(2).padding(3).bias(false).norm(norm)));
+  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(in_channels, out_channels, 7)
+                                               .stride(2)
+                                               .padding(3)
+                                               .bias(false)
+                                               .norm(norm)
+                                               .relu(true)));
   c2_msra_fill(conv1_);
 }
 
 at::Tensor BasicStemImpl::forward(const at::Tensor& x) {
-  return at::max_pool2d(conv1_->forward(x).relu_(), {3, 3}, {2, 2}, {1, 1});
+  return at::max_pool2d(conv1_->forward(x), {3, 3}, {2, 2}, {1, 1});
 }
 
 BasicBlockImpl::BasicBlockImpl(const BlockOptions& o) {
   shortcut_ = make_shortcut(*this, o);
   conv1_ = register_module("conv1", Conv2d(Conv2dOptions(o.in_channels, o.out_channels, 3)
-                                               .stride(o.stride).padding(1).bias(false).norm(o.norm)));
+                                               .stride(o.stride)
+                                               .padding(1)
+                                               .bias(false)
+                                               .norm(o.norm)
+                                               .relu(true)));
   conv2_ = register_module("conv2", Conv2d(Conv2dOptions(o.out_channels, o.out_channels, 3)
                                                .padding(1).bias(false).norm(o.norm)));
   c2_msra_fill(conv1_);
@@ -38,7 +46,7 @@ BasicBlockImpl::BasicBlockImpl(const BlockOptions& o) {
 }
 
 at::Tensor BasicBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor out = conv2_->forward(conv1_->forward(x).relu_());
+  at::Tensor out = conv2_->forward(conv1_->forward(x));
   out += shortcut_ ? shortcut_->forward(x) : x;
   return out.relu_();
 }
@@ -48,11 +56,19 @@ BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
   // Detectron2's MSRA models stride in the 1x1; torchvision / Caffe2 ResNeXt in the 3x3.
   int64_t stride_1x1 = o.stride_in_1x1 ? o.stride : 1, stride_3x3 = o.stride_in_1x1 ? 1 : o.stride;
   conv1_ = register_module("conv1", Conv2d(Conv2dOptions(o.in_channels, o.bottleneck_channels, 1)
-                                               .stride(stride_1x1).bias(false).norm(o.norm)));
-  conv2_ = register_module(
-      "conv2", Conv2d(Conv2dOptions(o.bottleneck_channels, o.bottleneck_channels, 3)
-                          .stride(stride_3x3).padding(o.dilation).dilation(o.dilation)
-                          .groups(o.num_groups).bias(false).norm(o.norm)));
+                                               .stride(stride_1x1)
+                                               .bias(false)
+                                               .norm(o.norm)
+                                               .relu(true)));
+  conv2_ =
+      register_module("conv2", Conv2d(Conv2dOptions(o.bottleneck_channels, o.bottleneck_channels, 3)
+                                          .stride(stride_3x3)
+                                          .padding(o.dilation)
+                                          .dilation(o.dilation)
+                                          .groups(o.num_groups)
+                                          .bias(false)
+                                          .norm(o.norm)
+                                          .relu(true)));
   conv3_ = register_module("conv3", Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1)
                                                .bias(false).norm(o.norm)));
   c2_msra_fill(conv1_);
@@ -61,8 +77,7 @@ BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
 }
 
 at::Tensor BottleneckBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor out = conv1_->forward(x).relu_();
-  out = conv2_->forward(out).relu_();
+  at::Tensor out = conv2_->forward(conv1_->forward(x));  // each with its ReLU
   out = conv3_->forward(out);
   out += shortcut_ ? shortcut_->forward(x) : x;
   return out.relu_();

@@ -53,6 +53,15 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
+void reorder_between(const at::Tensor& from, memory::format_tag from_layout, const at::Tensor& to,
+                     memory::format_tag to_layout, const memory::dims& dims) {
+  memory source = user_memory(from, dims, from_layout);
+  memory target = user_memory(to, dims, to_layout);
+  dnnl::stream stream(cpu_engine());
+  dnnl::reorder(source, target).execute(stream, source, target);
+  stream.wait();
+}
+
 Execution::Execution() : stream_(cpu_engine()) {}
 
 memory Execution::input(const at::Tensor& t, const memory::desc& want, memory::format_tag plain) {

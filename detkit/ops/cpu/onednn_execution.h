@@ -23,6 +23,12 @@ dnnl::memory::desc any_layout(const dnnl::memory::dims& dims);
 /// Primitive attributes with the scratchpad passed in by Execution::run (kept per thread).
 dnnl::primitive_attr user_scratchpad();
 
+/// Copies float32 `from`, whose logical `dims` are laid out as `from_layout`, into `to`, laid out
+/// as `to_layout` (oneDNN's reorder; both tensors contiguous, of as many elements as dims).
+void reorder_between(const at::Tensor& from, dnnl::memory::format_tag from_layout,
+                     const at::Tensor& to, dnnl::memory::format_tag to_layout,
+                     const dnnl::memory::dims& dims);
+
 /// One execution of one or more primitives: user tensors in libtorch's layouts, reordered to and
 /// from the primitives'. An input reordered once serves every later primitive that wants it in
 /// the same layout (a backward pass's grad_output, read by both gradients' primitives).

@@ -1,0 +1,194 @@
+// The blocked-map ops and their autograd: layout changes, convolutions and BatchNorm on oneDNN's
+// kernels in nChw16c (ops/cpu/blocked_*_kernel.h).
+#include "detkit/ops/blocked_maps.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <torch/autograd.h>
+
+#include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
+#include "detkit/ops/cpu/blocked_conv2d_kernel.h"
+#include "detkit/ops/cpu/onednn_execution.h"
+#include "detkit/ops/winograd_conv2d.h"
+
+namespace detkit::ops {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+using tag = dnnl::memory::format_tag;
+
+dnnl::memory::dims logical_dims(const at::Tensor& blocked) {
+  return {blocked.size(0), blocked.size(1) * 16, blocked.size(2), blocked.size(3)};
+}
+
+at::Tensor nchw_to_blocked(const at::Tensor& x) {
+  const at::Tensor plain = x.contiguous();
+  at::Tensor out = at::empty({x.size(0), x.size(1) / 16, x.size(2), x.size(3), 16}, x.options());
+  cpu::reorder_between(plain, tag::nchw, out, tag::nChw16c, logical_dims(out));
+  return out;
+}
+
+at::Tensor blocked_to_nchw(const at::Tensor& x) {
+  const at::Tensor blocked = x.contiguous();
+  at::Tensor out = at::empty({x.size(0), x.size(1) * 16, x.size(2), x.size(3)}, x.options());
+  cpu::reorder_between(blocked, tag::nChw16c, out, tag::nchw, logical_dims(blocked));
+  return out;
+}
+
+class ToBlocked : public torch::autograd::Function<ToBlocked> {
+ public:
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return nchw_to_blocked(x);
+  }
+  static variable_list backward(AutogradContext*, const variable_list& grad) {
+    return {blocked_to_nchw(grad[0])};
+  }
+};
+
+class FromBlocked : public torch::autograd::Function<FromBlocked> {
+ public:
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return blocked_to_nchw(x);
+  }
+  static variable_list backward(AutogradContext*, const variable_list& grad) {
+    return {nchw_to_blocked(grad[0])};
+  }
+};
+
+cpu::ConvGeometry geometry_from(AutogradContext* ctx) {
+  return {ctx->saved_data["stride"].toInt(), ctx->saved_data["padding"].toInt(),
+          ctx->saved_data["dilation"].toInt(), ctx->saved_data["winograd"].toBool()};
+}
+
+class BlockedConv2dFunction : public torch::autograd::Function<BlockedConv2dFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias, const cpu::ConvGeometry& g) {
+    const bool with_bias = bias.numel() > 0;  // (0) stands for no bias: apply() needs a tensor
+    ctx->saved_data["with_bias"] = with_bias;
+    ctx->saved_data["stride"] = g.stride;
+    ctx->saved_data["padding"] = g.padding;
+    ctx->saved_data["dilation"] = g.dilation;
+    ctx->saved_data["winograd"] = g.winograd;
+    ctx->save_for_backward({input, weight});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return cpu::blocked_conv2d_forward(input, weight, with_bias ? bias : at::Tensor(), g);
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const bool with_bias = ctx->saved_data["with_bias"].toBool();
+    auto grads = cpu::blocked_conv2d_backward(grad_output[0], saved[0], saved[1], with_bias,
+                                              geometry_from(ctx),
+                                              {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                                               with_bias && ctx->needs_input_grad(2)});
+    return {grads.input, grads.weight, grads.bias, at::Tensor()};
+  }
+};
+
+class BlockedBatchNormFunction : public torch::autograd::Function<BlockedBatchNormFunction> {
+ public:
+  // -> {y, mean, biased variance}; the statistics are not differentiable outputs.
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                               const at::Tensor& bias, double eps, bool relu) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    cpu::BatchStatistics stats;
+    at::Tensor y = cpu::blocked_batch_norm_forward(x, weight, bias, eps, relu, stats);
+    ctx->saved_data["eps"] = eps;
+    if (relu) ctx->saved_data["relu_mask"] = stats.relu_mask;
+    ctx->save_for_backward({x, weight, bias, stats.mean, stats.variance});
+    ctx->mark_non_differentiable({stats.mean, stats.variance});
+    return {y, stats.mean, stats.variance};
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const auto mask = ctx->saved_data.find("relu_mask");
+    auto grads = cpu::blocked_batch_norm_backward(
+        grad_output[0], saved[0], saved[1], saved[2],
+        {saved[3], saved[4],
+         mask == ctx->saved_data.end() ? at::Tensor() : mask->second.toTensor()},
+        ctx->saved_data["eps"].toDouble());
+    return {grads[0], grads[1], grads[2], at::Tensor(), at::Tensor()};
+  }
+};
+
+void check_blocked(const at::Tensor& x, const char* op) {
+  TORCH_CHECK(is_blocked(x), "detkit ", op, ": needs a blocked map (float32 (N, C/16, H, W, 16), ",
+              "contiguous; ops::to_blocked makes one), got ", x.sizes(), " ", x.scalar_type());
+}
+
+}  // namespace
+
+bool blocked_maps_available() { return winograd_conv2d_available(); }
+
+bool is_blocked(const at::Tensor& x) {
+  return x.dim() == 5 && x.size(4) == 16 && x.scalar_type() == at::kFloat && x.is_contiguous() &&
+         x.device().is_cpu();
+}
+
+at::Tensor to_blocked(const at::Tensor& x) {
+  TORCH_CHECK(
+      x.dim() == 4 && x.size(1) % 16 == 0 && x.scalar_type() == at::kFloat && x.device().is_cpu(),
+      "detkit to_blocked: needs a float32 CPU (N, C, H, W) map with C a multiple of 16, got ",
+      x.sizes(), " ", x.scalar_type());
+  return ToBlocked::apply(x);
+}
+
+at::Tensor from_blocked(const at::Tensor& x) {
+  check_blocked(x, "from_blocked");
+  return FromBlocked::apply(x);
+}
+
+at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                          int64_t stride, int64_t padding, int64_t dilation) {
+  check_blocked(input, "blocked_conv2d");
+  const int64_t k = weight.dim() == 4 ? weight.size(2) : 0;
+  const bool winograd = k == 3 && weight.size(3) == 3 && stride == 1 && padding == 1 &&
+                        dilation == 1 && input.size(0) > 0 &&
+                        input.size(2) * input.size(3) >= kWinogradMinMapPixels &&
+                        winograd_conv2d_available();
+  // Profiles and analysis::FlopCounter see it under this name, with its geometry.
+  RECORD_FUNCTION("detkit::blocked_conv2d",
+                  std::vector<c10::IValue>({input, weight, stride, padding, dilation}));
+  return BlockedConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}),
+                                      cpu::ConvGeometry{stride, padding, dilation, winograd});
+}
+
+at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                              const at::Tensor& running_mean, const at::Tensor& running_var,
+                              double momentum, double eps, bool relu) {
+  check_blocked(x, "blocked_batch_norm");
+  const int64_t channels = x.size(1) * 16;
+  auto outputs = BlockedBatchNormFunction::apply(
+      x, weight.defined() ? weight : at::ones({channels}, x.options()),
+      bias.defined() ? bias : at::zeros({channels}, x.options()), eps, relu);
+  if (running_mean.defined() && running_var.defined()) {
+    at::NoGradGuard no_grad;
+    const int64_t n = x.numel() / channels;
+    const double unbiased = n > 1 ? double(n) / double(n - 1) : 1.0;
+    running_mean.mul_(1 - momentum).add_(outputs[1], momentum);
+    running_var.mul_(1 - momentum).add_(outputs[2], momentum * unbiased);
+  }
+  return outputs[0];
+}
+
+at::Tensor blocked_upsample_nearest2x(const at::Tensor& x) {
+  check_blocked(x, "blocked_upsample_nearest2x");
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  return x.reshape({n, c, h, 1, w, 1, 16})
+      .expand({n, c, h, 2, w, 2, 16})
+      .reshape({n, c, 2 * h, 2 * w, 16});
+}
+
+at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
+                                  const at::Tensor& shift) {
+  check_blocked(x, "blocked_channel_affine");
+  const std::vector<int64_t> per_channel = {1, x.size(1), 1, 1, 16};
+  return x * scale.reshape(per_channel) + shift.reshape(per_channel);
+}
+
+}  // namespace detkit::ops

@@ -1,0 +1,51 @@
+#pragma once
+// Feature maps in oneDNN's nChw16c layout: a float32 (N, C, H, W) map held as a contiguous
+// (N, C / 16, H, W, 16) tensor, sixteen channels innermost. It is the layout oneDNN's AVX-512
+// convolution kernels compute in; libtorch's NCHW convolutions reorder every map into it and
+// back (inputs, outputs and their gradients: 11 % of a Mask R-CNN R50-FPN training step,
+// docs/BENCHMARKS.md). A ResNet keeps its maps blocked from the stem to each stage's output:
+// convolutions and BatchNorm below run on oneDNN's kernels in this layout, and element-wise ops
+// (ReLU, the residual sum) run as libtorch's on the 5-D tensors, whatever their layout.
+// All functions are differentiable (no double backward).
+#include <ATen/core/Tensor.h>
+
+namespace detkit::ops {
+
+/// Whether this CPU runs blocked maps on oneDNN's JIT kernels: AVX-512, as Winograd needs.
+bool blocked_maps_available();
+
+/// Whether `x` is a blocked map: float32, 5-D, contiguous, 16 channels innermost.
+bool is_blocked(const at::Tensor& x);
+
+/// (N, C, H, W) float32, C a multiple of 16 -> its blocked map (N, C/16, H, W, 16).
+at::Tensor to_blocked(const at::Tensor& x);
+
+/// A blocked map -> the (N, C, H, W) contiguous map it holds.
+at::Tensor from_blocked(const at::Tensor& x);
+
+/// at::conv2d(input, weight, bias, stride, padding, dilation) (one group, square kernel) on a
+/// blocked input, giving a blocked output; weight (O, C, k, k) with O a multiple of 16. 3x3
+/// stride-1 convolutions on maps of kWinogradMinMapPixels and more run Winograd, as
+/// winograd_conv2d_applies chooses for NCHW maps; the rest oneDNN's direct kernels, which
+/// libtorch's at::conv2d also runs.
+at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                          int64_t stride, int64_t padding, int64_t dilation);
+
+/// Training-mode at::batch_norm on a blocked map: normalized by the batch's statistics, which
+/// also update running_mean and running_var (C) as libtorch's does: r = (1 - momentum) * r +
+/// momentum * s, with the unbiased variance. weight and bias (C) may be undefined (no affine),
+/// running_mean and running_var too (no running statistics). With `relu`, at::relu of the result
+/// in the same pass (forward and backward: no ReLU pass over the map, no ReLU output kept).
+at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                              const at::Tensor& running_mean, const at::Tensor& running_var,
+                              double momentum, double eps, bool relu = false);
+
+/// at::upsample_nearest2d(x, 2H x 2W) of a blocked map: every pixel copied to a 2 x 2 square.
+at::Tensor blocked_upsample_nearest2x(const at::Tensor& x);
+
+/// x * scale + shift per channel (scale, shift: (C)) on a blocked map: an inference-mode
+/// BatchNorm, as FrozenBatchNorm2d's affine form.
+at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
+                                  const at::Tensor& shift);
+
+}  // namespace detkit::ops

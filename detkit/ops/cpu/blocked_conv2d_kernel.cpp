@@ -1,0 +1,181 @@
+// oneDNN's convolution primitives (direct or Winograd) with their maps fixed to nChw16c: no map
+// is reordered; only the weights are, per call, from libtorch's OIHW (as libtorch's path does).
+#include "detkit/ops/cpu/blocked_conv2d_kernel.h"
+
+#include <ATen/ATen.h>
+
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "detkit/ops/cpu/onednn_execution.h"
+
+namespace detkit::ops::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct ShapeKey {
+  int64_t n, c, o, h, w, kernel, stride, padding, dilation;
+  bool bias, winograd;
+  std::array<int64_t, 11> values() const {
+    return {n, c, o, h, w, kernel, stride, padding, dilation, bias, winograd};
+  }
+  ConvGeometry geometry() const { return {stride, padding, dilation, winograd}; }
+};
+
+ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias,
+                const ConvGeometry& g) {
+  TORCH_CHECK(input.dim() == 5 && input.size(4) == 16 && input.is_contiguous() &&
+                  input.scalar_type() == at::kFloat,
+              "detkit blocked_conv2d: the input must be a contiguous float32 (N, C/16, H, W, 16) "
+              "map, got ",
+              input.sizes(), " ", input.scalar_type());
+  TORCH_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) &&
+                  weight.size(1) == input.size(1) * 16 && weight.size(0) % 16 == 0,
+              "detkit blocked_conv2d: weight ", weight.sizes(), " for a blocked input of ",
+              input.size(1) * 16, " channels (one group, square kernel, outputs a multiple of 16)");
+  return {input.size(0),  input.size(1) * 16, weight.size(0), input.size(2), input.size(3),
+          weight.size(2), g.stride,           g.padding,      g.dilation,    bias,
+          g.winograd};
+}
+
+struct BlockedConv {
+  ShapeKey key;
+  dnnl::convolution_forward::primitive_desc forward_pd;
+  dnnl::convolution_forward forward;
+  std::optional<dnnl::convolution_backward_data::primitive_desc> backward_input_pd;
+  std::optional<dnnl::convolution_backward_data> backward_input;
+  std::optional<dnnl::convolution_backward_weights::primitive_desc> backward_weight_pd;
+  std::optional<dnnl::convolution_backward_weights> backward_weight;
+  std::once_flag backward_made;
+  bool winograd = false;  // the kernels run: a shape Winograd was asked for runs direct where
+                          // oneDNN has no Winograd kernel for it
+
+  int64_t out_h() const { return key.geometry().out_size(key.h, key.kernel); }
+  int64_t out_w() const { return key.geometry().out_size(key.w, key.kernel); }
+  memory::desc src() const { return blocked({key.n, key.c, key.h, key.w}); }
+  memory::desc dst() const { return blocked({key.n, key.o, out_h(), out_w()}); }
+  memory::desc weights() const { return any_layout({key.o, key.c, key.kernel, key.kernel}); }
+  memory::desc bias() const { return key.bias ? any_layout({key.o}) : memory::desc(); }
+  dnnl::algorithm algorithm() const {
+    return winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+  }
+  memory::dims strides() const { return {key.stride, key.stride}; }
+  memory::dims dilates() const { return {key.dilation - 1, key.dilation - 1}; }  // oneDNN: 0 = none
+  memory::dims padding_l() const { return {key.padding, key.padding}; }
+  // The right / bottom padding that makes oneDNN's output size libtorch's (less than the left
+  // where the stride skips the last input rows).
+  memory::dims padding_r() const {
+    const int64_t extent = key.dilation * (key.kernel - 1) + 1;
+    return {(out_h() - 1) * key.stride + extent - key.h - key.padding,
+            (out_w() - 1) * key.stride + extent - key.w - key.padding};
+  }
+  static memory::desc blocked(const memory::dims& dims) {
+    return memory::desc(dims, memory::data_type::f32, tag::nChw16c);
+  }
+};
+
+dnnl::convolution_forward::primitive_desc forward_pd(const BlockedConv& conv) {
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, conv.algorithm(), conv.src(),
+                                    conv.weights(), conv.bias(), conv.dst(), conv.strides(),
+                                    conv.dilates(), conv.padding_l(), conv.padding_r());
+  return dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
+}
+
+std::unique_ptr<BlockedConv> make_conv(const ShapeKey& k) {
+  auto conv = std::unique_ptr<BlockedConv>(new BlockedConv{k, {}, {}, {}, {}, {}, {}, {}});
+  conv->winograd = k.winograd;
+  try {
+    conv->forward_pd = forward_pd(*conv);
+  } catch (const dnnl::error&) {
+    if (!conv->winograd) throw;
+    conv->winograd = false;
+    conv->forward_pd = forward_pd(*conv);
+  }
+  conv->forward = dnnl::convolution_forward(conv->forward_pd);
+  return conv;
+}
+
+void ensure_backward(BlockedConv& conv) {
+  std::call_once(conv.backward_made, [&conv] {
+    dnnl::convolution_backward_data::desc data(conv.algorithm(), conv.src(), conv.weights(),
+                                               conv.dst(), conv.strides(), conv.dilates(),
+                                               conv.padding_l(), conv.padding_r());
+    conv.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
+        data, user_scratchpad(), cpu_engine(), conv.forward_pd);
+    conv.backward_input = dnnl::convolution_backward_data(*conv.backward_input_pd);
+    dnnl::convolution_backward_weights::desc weights(
+        conv.algorithm(), conv.src(), conv.weights(), conv.bias(), conv.dst(), conv.strides(),
+        conv.dilates(), conv.padding_l(), conv.padding_r());
+    conv.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
+        weights, user_scratchpad(), cpu_engine(), conv.forward_pd);
+    conv.backward_weight = dnnl::convolution_backward_weights(*conv.backward_weight_pd);
+  });
+}
+
+std::shared_ptr<BlockedConv> conv_for(const ShapeKey& k) {
+  static PrimitiveCache<ShapeKey, BlockedConv> cache(&make_conv);
+  return cache.get(k);
+}
+
+at::Tensor blocked_empty(int64_t n, int64_t channels, int64_t h, int64_t w,
+                         const at::TensorOptions& options) {
+  return at::empty({n, channels / 16, h, w, 16}, options);
+}
+
+}  // namespace
+
+at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
+                                  const at::Tensor& bias, const ConvGeometry& geometry) {
+  const ShapeKey k = key_of(input, weight, bias.defined(), geometry);
+  const auto conv = conv_for(k);
+  const auto& pd = conv->forward_pd;
+  at::Tensor out = blocked_empty(k.n, k.o, conv->out_h(), conv->out_w(), input.options());
+  Execution e;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nChw16c)},
+      {DNNL_ARG_WEIGHTS, e.input(weight.contiguous(), pd.weights_desc(), tag::oihw)},
+      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), tag::nChw16c)}};
+  if (k.bias) args.emplace(DNNL_ARG_BIAS, e.input(bias.contiguous(), pd.bias_desc(), tag::x));
+  e.run(conv->forward, pd, std::move(args));
+  return out;
+}
+
+ConvGrads blocked_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                  const at::Tensor& weight, bool with_bias,
+                                  const ConvGeometry& geometry, std::array<bool, 3> needed) {
+  const ShapeKey k = key_of(input, weight, with_bias, geometry);
+  const auto conv = conv_for(k);
+  ensure_backward(*conv);
+  const at::Tensor grad = grad_output.contiguous();
+  const at::Tensor w = weight.contiguous();
+  ConvGrads grads;
+  Execution e;
+  if (needed[0]) {
+    const auto& pd = *conv->backward_input_pd;
+    grads.input = at::empty_like(input);
+    e.run(*conv->backward_input, pd,
+          {{DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), tag::nChw16c)},
+           {DNNL_ARG_WEIGHTS, e.input(w, pd.weights_desc(), tag::oihw)},
+           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), tag::nChw16c)}});
+  }
+  if (needed[1] || (with_bias && needed[2])) {  // oneDNN computes both in one pass
+    const auto& pd = *conv->backward_weight_pd;
+    grads.weight = at::empty_like(w);
+    if (with_bias) grads.bias = at::empty({k.o}, weight.options());
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nChw16c)},
+        {DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), tag::nChw16c)},
+        {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
+    if (with_bias)
+      args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));
+    e.run(*conv->backward_weight, pd, std::move(args));
+    if (!needed[1]) grads.weight = at::Tensor();
+    if (!needed[2]) grads.bias = at::Tensor();
+  }
+  return grads;
+}
+
+}  // namespace detkit::ops::cpu

@@ -1,0 +1,169 @@
+// detkit::ops blocked maps (nChw16c): layout changes exact both ways; convolutions (direct and
+// Winograd, strides, padding, dilation, bias) and training BatchNorm (alone and with its ReLU
+// fused), forward and every gradient, against at::conv2d / at::batch_norm on the same values in
+// NCHW, with the max differences printed; running statistics as libtorch updates them; nearest
+// 2x upsampling. Skipped on CPUs without AVX-512.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <string>
+
+#include "detkit/ops/blocked_maps.h"
+
+namespace detkit::ops {
+namespace {
+
+#define SKIP_WITHOUT_KERNELS()   \
+  if (!blocked_maps_available()) \
+  GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)"
+
+// max |a - ref| / max |ref|
+double relative_error(const at::Tensor& a, const at::Tensor& ref) {
+  return ((a.to(at::kDouble) - ref.to(at::kDouble)).abs().max() / ref.to(at::kDouble).abs().max())
+      .item<double>();
+}
+
+TEST(BlockedMaps, LayoutChangesAreExactAndSixteenChannelsInnermost) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(0);
+  at::Tensor x = at::randn({2, 48, 5, 7});
+  at::Tensor b = to_blocked(x);
+  ASSERT_TRUE(is_blocked(b));
+  EXPECT_EQ(b.sizes(), at::IntArrayRef({2, 3, 5, 7, 16}));
+  // channel c of pixel (h, w) sits at [n][c / 16][h][w][c % 16]
+  EXPECT_TRUE(at::equal(b, x.reshape({2, 3, 16, 5, 7}).permute({0, 1, 3, 4, 2})));
+  EXPECT_TRUE(at::equal(from_blocked(b), x));
+  // and the gradients take the opposite way
+  at::Tensor xg = x.clone().requires_grad_(true);
+  at::Tensor g = at::randn({2, 48, 5, 7});
+  from_blocked(to_blocked(xg)).backward(g);
+  EXPECT_TRUE(at::equal(xg.grad(), g));
+}
+
+TEST(BlockedMaps, RefusesMapsItCannotHold) {
+  SKIP_WITHOUT_KERNELS();
+  EXPECT_THROW(to_blocked(at::zeros({1, 24, 4, 4})), c10::Error);  // 24 channels: not by 16
+  EXPECT_THROW(to_blocked(at::zeros({1, 32, 4, 4}, at::kDouble)), c10::Error);
+  EXPECT_THROW(from_blocked(at::zeros({1, 2, 4, 4, 8})), c10::Error);
+  try {
+    blocked_conv2d(at::zeros({1, 32, 4, 4}), at::zeros({16, 32, 1, 1}), {}, 1, 0, 1);
+    FAIL() << "an NCHW map was taken as a blocked one";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocked map"), std::string::npos) << e.what();
+  }
+}
+
+struct ConvCase {
+  int64_t n, c, o, h, w, k, stride, padding, dilation;
+  bool bias;
+  std::string name;
+};
+
+TEST(BlockedMaps, ConvolutionsAndGradientsAgreeWithConv2d) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(1);
+  // A ResNet's 1x1s (plain and strided), its 3x3 (Winograd at stride 1 on large maps, direct
+  // when strided or small), a dilated res5 3x3, a stem-like 7x7, and a bias.
+  const ConvCase cases[] = {
+      {2, 64, 256, 24, 32, 1, 1, 0, 1, false, "1x1"},
+      {2, 256, 128, 23, 31, 1, 2, 0, 1, false, "1x1 stride 2, odd map"},
+      {2, 64, 64, 24, 32, 3, 1, 1, 1, false, "3x3 (Winograd)"},
+      {2, 32, 32, 6, 7, 3, 1, 1, 1, false, "3x3 on a small map (direct)"},
+      {2, 64, 64, 25, 33, 3, 2, 1, 1, false, "3x3 stride 2, odd map"},
+      {1, 32, 48, 12, 16, 3, 1, 2, 2, true, "3x3 dilation 2, bias"},
+      {1, 16, 32, 20, 20, 7, 2, 3, 1, true, "7x7 stride 2, bias"},
+  };
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
+    at::Tensor w = at::randn({k.o, k.c, k.k, k.k}) * std::sqrt(2.0 / (k.k * k.k * k.c));
+    at::Tensor b = k.bias ? at::randn({k.o}) * 0.1 : at::Tensor();
+    at::Tensor x1 = x.clone().requires_grad_(true), w1 = w.clone().requires_grad_(true);
+    at::Tensor b1 = k.bias ? b.clone().requires_grad_(true) : at::Tensor();
+    at::Tensor ref = at::conv2d(x1, w1, b1, k.stride, k.padding, k.dilation);
+    at::Tensor g = at::randn(ref.sizes());
+    ref.backward(g);
+    at::Tensor x2 = x.clone().requires_grad_(true), w2 = w.clone().requires_grad_(true);
+    at::Tensor b2 = k.bias ? b.clone().requires_grad_(true) : at::Tensor();
+    at::Tensor out =
+        from_blocked(blocked_conv2d(to_blocked(x2), w2, b2, k.stride, k.padding, k.dilation));
+    ASSERT_EQ(out.sizes(), ref.sizes());
+    out.backward(g);
+    const double e_out = relative_error(out, ref), e_x = relative_error(x2.grad(), x1.grad());
+    const double e_w = relative_error(w2.grad(), w1.grad());
+    const double e_b = k.bias ? relative_error(b2.grad(), b1.grad()) : 0.0;
+    std::cout << "[ blocked conv ] " << k.name << ": max diff / max |value| output " << e_out
+              << ", grad input " << e_x << ", grad weight " << e_w << ", grad bias " << e_b
+              << std::endl;
+    // Direct kernels are libtorch's own (float32 rounding, ~1e-7); Winograd's transforms cost
+    // about a decimal digit more (tests/ops/test_winograd_conv2d.cpp).
+    for (double e : {e_out, e_x, e_w, e_b}) EXPECT_LT(e, 1e-5);
+  }
+}
+
+TEST(BlockedMaps, TrainingBatchNormAgreesWithLibtorchAndUpdatesRunningStatistics) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(2);
+  const int64_t c = 32;
+  at::Tensor x = at::randn({2, c, 9, 11}) * 3 + 1;
+  at::Tensor w = at::rand({c}) + 0.5, b = at::randn({c});
+  at::Tensor mean0 = at::randn({c}), var0 = at::rand({c}) + 0.5;
+  at::Tensor g = at::randn({2, c, 9, 11});
+  for (const bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "with ReLU" : "alone");
+    at::Tensor x1 = x.clone().requires_grad_(true), w1 = w.clone().requires_grad_(true);
+    at::Tensor b1 = b.clone().requires_grad_(true);
+    at::Tensor m1 = mean0.clone(), v1 = var0.clone();
+    at::Tensor ref = at::batch_norm(x1, w1, b1, m1, v1, /*training=*/true, 0.1, 1e-5, false);
+    if (relu) ref = at::relu(ref);
+    ref.backward(g);
+
+    at::Tensor x2 = x.clone().requires_grad_(true), w2 = w.clone().requires_grad_(true);
+    at::Tensor b2 = b.clone().requires_grad_(true);
+    at::Tensor m2 = mean0.clone(), v2 = var0.clone();
+    at::Tensor out =
+        from_blocked(blocked_batch_norm(to_blocked(x2), w2, b2, m2, v2, 0.1, 1e-5, relu));
+    out.backward(g);
+
+    EXPECT_EQ(out.eq(0).sum().item<int64_t>(), ref.eq(0).sum().item<int64_t>());
+    const std::pair<const char*, double> errors[] = {
+        {"output", relative_error(out, ref)},
+        {"grad input", relative_error(x2.grad(), x1.grad())},
+        {"grad weight", relative_error(w2.grad(), w1.grad())},
+        {"grad bias", relative_error(b2.grad(), b1.grad())},
+        {"running mean", relative_error(m2, m1)},
+        {"running var", relative_error(v2, v1)}};
+    for (const auto& [name, e] : errors) {
+      std::cout << "[ blocked batch norm" << (relu ? " + relu" : "") << " ] " << name
+                << ": max diff / max |value| " << e << std::endl;
+      EXPECT_LT(e, 1e-5) << name;
+    }
+    EXPECT_FALSE(at::allclose(m2, mean0));  // the statistics moved
+  }
+}
+
+TEST(BlockedMaps, UpsamplingIsUpsampleNearest2dExactlyBothWays) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(4);
+  at::Tensor x = at::randn({2, 32, 5, 7}), g = at::randn({2, 32, 10, 14});
+  at::Tensor x1 = x.clone().requires_grad_(true), x2 = x.clone().requires_grad_(true);
+  at::Tensor ref = at::upsample_nearest2d(x1, {10, 14});
+  at::Tensor out = from_blocked(blocked_upsample_nearest2x(to_blocked(x2)));
+  EXPECT_TRUE(at::equal(out, ref));
+  ref.backward(g);
+  out.backward(g);
+  // each input pixel's gradient: the sum of its 2 x 2 square's, added in the same order or not
+  EXPECT_TRUE(at::allclose(x2.grad(), x1.grad(), 1e-6, 1e-6));
+}
+
+TEST(BlockedMaps, ChannelAffineIsPerChannel) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(3);
+  at::Tensor x = at::randn({2, 32, 3, 4}), scale = at::randn({32}), shift = at::randn({32});
+  at::Tensor ref = x * scale.reshape({1, -1, 1, 1}) + shift.reshape({1, -1, 1, 1});
+  EXPECT_TRUE(at::equal(from_blocked(blocked_channel_affine(to_blocked(x), scale, shift)), ref));
+}
+
+}  // namespace
+}  // namespace detkit::ops
