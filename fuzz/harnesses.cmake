@@ -25,6 +25,7 @@ set(DETKIT_FUZZ_SOURCES_weights ${_utils}
     detkit/checkpoint/zip_archive.cpp detkit/checkpoint/zip_writer.cpp
     detkit/checkpoint/numpy_array.cpp)
 set(DETKIT_FUZZ_SOURCES_image ${_utils} detkit/data/image/image_io.cpp
+    detkit/data/image/image_header_size.cpp
     detkit/data/image/jpeg_decode.cpp)
 
 # Libraries of the ordinary build that hold those sources.

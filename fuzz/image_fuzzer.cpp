@@ -1,5 +1,6 @@
 // Image files as the data loader reads them: JPEG through TurboJPEG (and its OpenCV fallback),
-// PNG and anything else through OpenCV, truncation checks first.
+// PNG and anything else through OpenCV, truncation checks and declared sizes (every header
+// encoded_image_size reads) first.
 #include "detkit/data/image/image_io.h"
 #include "fuzz/fuzz_support.h"
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/image/image_io.h"
@@ -102,12 +103,108 @@ TEST(MapperErrors, AnImageDeclaringTooManyPixelsIsRefusedBeforeDecoding) {
   EXPECT_FALSE(encoded_image_size({0xFF}, w, h));
 }
 
-// OpenCV refuses some inputs by throwing cv::Exception (here a PPM declaring 40000 x 40000
-// pixels, over OpenCV's own limit; a format whose header detkit does not read): a named error too.
+// Every format encoded_image_size reads, as OpenCV writes it (30 x 50 pixels), and the header
+// variants OpenCV does not write: a big-endian TIFF with a LONG height, an extended (VP8X) WebP,
+// an OS/2 BMP, a bottom-up BMP's negative height, a PAM and a Netpbm header with comments.
+TEST(ImageIo, EncodedImageSizeReadsEveryFormatsHeader) {
+  const cv::Mat color = testing::gradient_image(30, 50);
+  cv::Mat gray;
+  cv::cvtColor(color, gray, cv::COLOR_BGR2GRAY);
+  struct Encoded {
+    std::string ext;
+    const cv::Mat* image;
+    std::vector<int> params;
+  };
+  const Encoded encodings[] = {{".jpg", &color, {}},
+                               {".png", &color, {}},
+                               {".bmp", &color, {}},
+                               {".ppm", &color, {}},
+                               {".pgm", &gray, {}},
+                               {".pbm", &gray, {}},
+                               {".pam", &color, {}},
+                               {".pfm", &color, {}},
+                               {".tiff", &color, {}},
+                               {".webp", &color, {}},
+                               {".webp", &color, {cv::IMWRITE_WEBP_QUALITY, 101}}};
+  for (const Encoded& e : encodings) {
+    std::vector<unsigned char> bytes;
+    ASSERT_TRUE(cv::imencode(e.ext, *e.image, bytes, e.params)) << e.ext;
+    int64_t w = 0, h = 0;
+    EXPECT_TRUE(encoded_image_size(bytes, w, h)) << e.ext;
+    EXPECT_EQ(w, 50) << e.ext;
+    EXPECT_EQ(h, 30) << e.ext;
+  }
+  auto bytes_of = [](std::initializer_list<int> values) {
+    return std::vector<unsigned char>(values.begin(), values.end());
+  };
+  const std::pair<std::string, std::vector<unsigned char>> crafted[] = {
+      {"big-endian TIFF", bytes_of({'M', 'M', 0, '*', 0, 0, 0, 8, 0, 2,             //
+                                    1,   0,   0, 3,   0, 0, 0, 1, 0, 50, 0, 0,      // width SHORT
+                                    1,   1,   0, 4,   0, 0, 0, 1, 0, 0,  0, 30})},  // height LONG
+      {"VP8X WebP", bytes_of({'R', 'I', 'F', 'F', 0, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8',
+                              'X', 10,  0,   0,   0, 0, 0, 0, 0,   49,  0,   0,   29,  0,   0})},
+      {"OS/2 BMP", bytes_of({'B', 'M', 0, 0, 0, 0,  0, 0,  0, 0, 0, 0,  0,
+                             0,   12,  0, 0, 0, 50, 0, 30, 0, 1, 0, 24, 0})},
+      {"bottom-up BMP",
+       bytes_of({'B', 'M', 0, 0, 0, 0,  0, 0, 0, 0,    0,    0,    0,
+                 0,   40,  0, 0, 0, 50, 0, 0, 0, 0xE2, 0xFF, 0xFF, 0xFF})},  // height -30
+      {"PAM",
+       bytes_of({'P', '7', '\n', 'D', 'E',  'P', 'T', 'H', ' ', '3', '\n', 'W', 'I', 'D', 'T',
+                 'H', ' ', '5',  '0', '\n', 'H', 'E', 'I', 'G', 'H', 'T',  ' ', '3', '0', '\n'})},
+      {"PPM with a comment", bytes_of({'P', '6', '\n', '#', ' ', '9', '9', '\n', '5', '0', ' ', '3',
+                                       '0', '\n', '2', '5', '5', '\n'})}};
+  for (const auto& [name, bytes] : crafted) {
+    int64_t w = 0, h = 0;
+    EXPECT_TRUE(encoded_image_size(bytes, w, h)) << name;
+    EXPECT_EQ(w, 50) << name;
+    EXPECT_EQ(h, 30) << name;
+  }
+  int64_t w = 0, h = 0;
+  EXPECT_FALSE(encoded_image_size(bytes_of({'P', '6', '\n', 'x'}), w, h));  // no number
+  EXPECT_FALSE(encoded_image_size(bytes_of({'I', 'I', '*', 0, 0xFF, 0xFF, 0, 0}), w, h));
+}
+
+// Decompression bombs in the other formats with a readable header (20000 x 20000 declared, a few
+// bytes of data) are refused from the header too, as PIL refuses them, not handed to OpenCV
+// (whose own limit, 2^30 pixels, lets a 1.2 GB image through).
+TEST(MapperErrors, BombsOfEveryFormatWithAReadableHeaderAreRefusedBeforeDecoding) {
+  testing::TempDir dir("mapper_bombs");
+  const std::string data(64, 'x');
+  const std::pair<std::string, std::string> bombs[] = {
+      {"bomb.ppm", "P6\n20000 20000\n255\n" + data},
+      {"bomb.pam",
+       "P7\nWIDTH 20000\nHEIGHT 20000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n" + data},
+      {"bomb.bmp", std::string("BM") + std::string(12, '\0') + std::string("\x28\0\0\0", 4) +
+                       std::string("\x20\x4e\0\0\x20\x4e\0\0", 8) + data},
+      {"bomb.webp", std::string("RIFF\0\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0", 24) +
+                        std::string("\x1f\x4e\0\x1f\x4e\0", 6) + data},
+      {"bomb.tiff", std::string("II*\0\x08\0\0\0\x02\0", 10) +
+                        std::string("\0\x01\x04\0\x01\0\0\0\x20\x4e\0\0", 12) +
+                        std::string("\x01\x01\x04\0\x01\0\0\0\x20\x4e\0\0", 12) + data}};
+  for (const auto& [name, bytes] : bombs) {
+    const std::string path = dir.write("images/" + name, bytes);
+    try {
+      read_image(path, "BGR");
+      ADD_FAILURE() << name << " was decoded";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                path +
+                    ": its header declares 20000x20000 (width x height) pixels, over "
+                    "the limit of 89478485 (PIL's decompression-bomb threshold); not decoded")
+          << name;
+    }
+  }
+}
+
+// OpenCV refuses some inputs by throwing cv::Exception (here a Sun raster, a format whose header
+// detkit does not read, declaring 40000 x 40000 pixels, over OpenCV's own limit): a named error.
 TEST(MapperErrors, AnImageOpenCvRefusesIsANamedError) {
   testing::TempDir dir("mapper_opencv_refuses");
-  const std::string path =
-      dir.write("images/huge.ppm", "P6\n40000 40000\n255\n" + std::string(64, 'x'));
+  const std::string header(
+      "\x59\xa6\x6a\x95\0\0\x9c\x40\0\0\x9c\x40\0\0\0\x18"
+      "\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\0",
+      32);
+  const std::string path = dir.write("images/huge.ras", header + std::string(64, 'x'));
   try {
     read_image(path, "BGR");
     ADD_FAILURE() << "decoded";

@@ -46,6 +46,16 @@ TEST(BlockedMaps, RefusesMapsItCannotHold) {
   EXPECT_THROW(to_blocked(at::zeros({1, 24, 4, 4})), c10::Error);  // 24 channels: not by 16
   EXPECT_THROW(to_blocked(at::zeros({1, 32, 4, 4}, at::kDouble)), c10::Error);
   EXPECT_THROW(from_blocked(at::zeros({1, 2, 4, 4, 8})), c10::Error);
+  const at::Tensor map = to_blocked(at::zeros({1, 32, 4, 4}));
+  EXPECT_THROW(blocked_conv2d(map, at::zeros({16, 32, 1, 1}, at::kBFloat16), {}, 1, 0, 1),
+               c10::Error);  // a bfloat16 weight read as float32 would be garbage
+  EXPECT_THROW(
+      blocked_conv2d(map, at::zeros({16, 32, 1, 1}), at::zeros({16}, at::kDouble), 1, 0, 1),
+      c10::Error);
+  EXPECT_THROW(blocked_conv2d(map, at::zeros({16, 24, 1, 1}), {}, 1, 0, 1), c10::Error);
+  EXPECT_THROW(
+      blocked_batch_norm(map, at::ones({32}, at::kBFloat16), at::zeros({32}), {}, {}, 0.1, 1e-5),
+      c10::Error);
   try {
     blocked_conv2d(at::zeros({1, 32, 4, 4}), at::zeros({16, 32, 1, 1}), {}, 1, 0, 1);
     FAIL() << "an NCHW map was taken as a blocked one";

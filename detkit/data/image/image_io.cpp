@@ -61,24 +61,6 @@ std::string truncation_problem(const std::vector<unsigned char>& bytes) {
   return "";
 }
 
-bool encoded_image_size(const std::vector<unsigned char>& bytes, int64_t& width, int64_t& height) {
-  static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
-  if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8)
-    return jpeg_header_size(bytes, width, height);
-  // PNG: the signature, then IHDR (length, "IHDR", width and height as big-endian uint32).
-  if (bytes.size() >= 24 && std::memcmp(bytes.data(), kPng, 8) == 0 &&
-      std::memcmp(bytes.data() + 12, "IHDR", 4) == 0) {
-    auto be32 = [&](size_t at) {
-      return static_cast<int64_t>(bytes[at]) << 24 | static_cast<int64_t>(bytes[at + 1]) << 16 |
-             static_cast<int64_t>(bytes[at + 2]) << 8 | static_cast<int64_t>(bytes[at + 3]);
-    };
-    width = be32(16);
-    height = be32(20);
-    return true;
-  }
-  return false;
-}
-
 cv::Mat read_image(const std::string& path, const std::string& format) {
   if (format != "BGR" && format != "RGB") {
     throw Error("INPUT.FORMAT must be 'BGR' or 'RGB', got '" + format + "'");
@@ -93,7 +75,7 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
   const std::string truncated = truncation_problem(bytes);
   if (!truncated.empty()) throw Error(path + ": " + truncated);
   int64_t width = 0, height = 0;
-  // Each side is below 2^32, so the product of two sides within the limit cannot overflow.
+  // A side over the limit is refused before the product, which then cannot overflow.
   if (encoded_image_size(bytes, width, height) &&
       (width > kMaxImagePixels || height > kMaxImagePixels || width * height > kMaxImagePixels))
     throw Error(path + ": its header declares " + std::to_string(width) + "x" +

@@ -36,9 +36,10 @@ ShapeKey key_of(const at::Tensor& x, const at::Tensor& weight, double eps, bool 
               "detkit blocked_batch_norm: the input must be a contiguous float32 "
               "(N, C/16, H, W, 16) map, got ",
               x.sizes(), " ", x.scalar_type());
-  TORCH_CHECK(weight.dim() == 1 && weight.size(0) == x.size(1) * 16,
-              "detkit blocked_batch_norm: weight of ", weight.sizes(), " for ", x.size(1) * 16,
-              " channels");
+  TORCH_CHECK(
+      weight.dim() == 1 && weight.size(0) == x.size(1) * 16 && weight.scalar_type() == at::kFloat,
+      "detkit blocked_batch_norm: weight of ", weight.sizes(), " ", weight.scalar_type(), " for ",
+      x.size(1) * 16, " float32 channels");
   return {x.size(0), x.size(1) * 16, x.size(2), x.size(3), eps, relu};
 }
 

@@ -32,6 +32,8 @@ ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias,
               "detkit blocked_conv2d: the input must be a contiguous float32 (N, C/16, H, W, 16) "
               "map, got ",
               input.sizes(), " ", input.scalar_type());
+  TORCH_CHECK(weight.scalar_type() == at::kFloat,
+              "detkit blocked_conv2d: a float32 weight needed, got ", weight.scalar_type());
   TORCH_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) &&
                   weight.size(1) == input.size(1) * 16 && weight.size(0) % 16 == 0,
               "detkit blocked_conv2d: weight ", weight.sizes(), " for a blocked input of ",
@@ -129,6 +131,8 @@ at::Tensor blocked_empty(int64_t n, int64_t channels, int64_t h, int64_t w,
 
 at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                   const at::Tensor& bias, const ConvGeometry& geometry) {
+  TORCH_CHECK(!bias.defined() || bias.scalar_type() == at::kFloat,
+              "detkit blocked_conv2d: a float32 bias needed, got ", bias.scalar_type());
   const ShapeKey k = key_of(input, weight, bias.defined(), geometry);
   const auto conv = conv_for(k);
   const auto& pd = conv->forward_pd;
