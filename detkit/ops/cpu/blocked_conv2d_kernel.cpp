@@ -4,10 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 
+#include "detkit/ops/cpu/conv_primitives.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 
 namespace detkit::ops::cpu {
@@ -45,13 +45,7 @@ ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias,
 
 struct BlockedConv {
   ShapeKey key;
-  dnnl::convolution_forward::primitive_desc forward_pd;
-  dnnl::convolution_forward forward;
-  std::optional<dnnl::convolution_backward_data::primitive_desc> backward_input_pd;
-  std::optional<dnnl::convolution_backward_data> backward_input;
-  std::optional<dnnl::convolution_backward_weights::primitive_desc> backward_weight_pd;
-  std::optional<dnnl::convolution_backward_weights> backward_weight;
-  std::once_flag backward_made;
+  ConvPrimitives p;
   bool winograd = false;  // the kernels run: a shape Winograd was asked for runs direct where
                           // oneDNN has no Winograd kernel for it
 
@@ -87,33 +81,33 @@ dnnl::convolution_forward::primitive_desc forward_pd(const BlockedConv& conv) {
 }
 
 std::unique_ptr<BlockedConv> make_conv(const ShapeKey& k) {
-  auto conv = std::unique_ptr<BlockedConv>(new BlockedConv{k, {}, {}, {}, {}, {}, {}, {}});
+  auto conv = std::unique_ptr<BlockedConv>(new BlockedConv{k, {}});
   conv->winograd = k.winograd;
   try {
-    conv->forward_pd = forward_pd(*conv);
+    conv->p.forward_pd = forward_pd(*conv);
   } catch (const dnnl::error&) {
     if (!conv->winograd) throw;
     conv->winograd = false;
-    conv->forward_pd = forward_pd(*conv);
+    conv->p.forward_pd = forward_pd(*conv);
   }
-  conv->forward = dnnl::convolution_forward(conv->forward_pd);
+  conv->p.forward = dnnl::convolution_forward(conv->p.forward_pd);
   return conv;
 }
 
 void ensure_backward(BlockedConv& conv) {
-  std::call_once(conv.backward_made, [&conv] {
+  std::call_once(conv.p.backward_made, [&conv] {
     dnnl::convolution_backward_data::desc data(conv.algorithm(), conv.src(), conv.weights(),
                                                conv.dst(), conv.strides(), conv.dilates(),
                                                conv.padding_l(), conv.padding_r());
-    conv.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
-        data, user_scratchpad(), cpu_engine(), conv.forward_pd);
-    conv.backward_input = dnnl::convolution_backward_data(*conv.backward_input_pd);
+    conv.p.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
+        data, user_scratchpad(), cpu_engine(), conv.p.forward_pd);
+    conv.p.backward_input = dnnl::convolution_backward_data(*conv.p.backward_input_pd);
     dnnl::convolution_backward_weights::desc weights(
         conv.algorithm(), conv.src(), conv.weights(), conv.bias(), conv.dst(), conv.strides(),
         conv.dilates(), conv.padding_l(), conv.padding_r());
-    conv.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
-        weights, user_scratchpad(), cpu_engine(), conv.forward_pd);
-    conv.backward_weight = dnnl::convolution_backward_weights(*conv.backward_weight_pd);
+    conv.p.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
+        weights, user_scratchpad(), cpu_engine(), conv.p.forward_pd);
+    conv.p.backward_weight = dnnl::convolution_backward_weights(*conv.p.backward_weight_pd);
   });
 }
 
@@ -135,51 +129,18 @@ at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& wei
               "detkit blocked_conv2d: a float32 bias needed, got ", bias.scalar_type());
   const ShapeKey k = key_of(input, weight, bias.defined(), geometry);
   const auto conv = conv_for(k);
-  const auto& pd = conv->forward_pd;
   at::Tensor out = blocked_empty(k.n, k.o, conv->out_h(), conv->out_w(), input.options());
-  Execution e;
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nChw16c)},
-      {DNNL_ARG_WEIGHTS, e.input(weight.contiguous(), pd.weights_desc(), tag::oihw)},
-      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), tag::nChw16c)}};
-  if (k.bias) args.emplace(DNNL_ARG_BIAS, e.input(bias.contiguous(), pd.bias_desc(), tag::x));
-  e.run(conv->forward, pd, std::move(args));
+  run_conv_forward(conv->p, input, weight, bias, out, tag::nChw16c);
   return out;
 }
 
 ConvGrads blocked_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                   const at::Tensor& weight, bool with_bias,
                                   const ConvGeometry& geometry, std::array<bool, 3> needed) {
-  const ShapeKey k = key_of(input, weight, with_bias, geometry);
-  const auto conv = conv_for(k);
+  const auto conv = conv_for(key_of(input, weight, with_bias, geometry));
   ensure_backward(*conv);
-  const at::Tensor grad = grad_output.contiguous();
-  const at::Tensor w = weight.contiguous();
-  ConvGrads grads;
-  Execution e;
-  if (needed[0]) {
-    const auto& pd = *conv->backward_input_pd;
-    grads.input = at::empty_like(input);
-    e.run(*conv->backward_input, pd,
-          {{DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), tag::nChw16c)},
-           {DNNL_ARG_WEIGHTS, e.input(w, pd.weights_desc(), tag::oihw)},
-           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), tag::nChw16c)}});
-  }
-  if (needed[1] || (with_bias && needed[2])) {  // oneDNN computes both in one pass
-    const auto& pd = *conv->backward_weight_pd;
-    grads.weight = at::empty_like(w);
-    if (with_bias) grads.bias = at::empty({k.o}, weight.options());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), tag::nChw16c)},
-        {DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), tag::nChw16c)},
-        {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
-    if (with_bias)
-      args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));
-    e.run(*conv->backward_weight, pd, std::move(args));
-    if (!needed[1]) grads.weight = at::Tensor();
-    if (!needed[2]) grads.bias = at::Tensor();
-  }
-  return grads;
+  return run_conv_backward(conv->p, grad_output.contiguous(), input, weight, with_bias, needed,
+                           tag::nChw16c);
 }
 
 }  // namespace detkit::ops::cpu

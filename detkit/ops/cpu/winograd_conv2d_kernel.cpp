@@ -8,9 +8,8 @@
 
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 
+#include "detkit/ops/cpu/conv_primitives.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 
 namespace detkit::ops::cpu {
@@ -32,13 +31,7 @@ ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias) {
 /// The primitives of one shape. The backward ones are made on first use.
 struct WinogradConv {
   ShapeKey key;
-  dnnl::convolution_forward::primitive_desc forward_pd;
-  dnnl::convolution_forward forward;
-  std::optional<dnnl::convolution_backward_data::primitive_desc> backward_input_pd;
-  std::optional<dnnl::convolution_backward_data> backward_input;
-  std::optional<dnnl::convolution_backward_weights::primitive_desc> backward_weight_pd;
-  std::optional<dnnl::convolution_backward_weights> backward_weight;
-  std::once_flag backward_made;
+  ConvPrimitives p;
 
   memory::dims src() const { return {key.n, key.c, key.h, key.w}; }
   memory::dims dst() const { return {key.n, key.o, key.h, key.w}; }
@@ -52,39 +45,39 @@ struct WinogradConv {
 /// (10 ms for 256 -> 256 channels, against 6.5 ms for the whole training-layout call at 48x64),
 /// a layout made for weights reordered once; these are reordered per call.
 std::unique_ptr<WinogradConv> make_conv(const ShapeKey& k) {
-  auto conv = std::unique_ptr<WinogradConv>(new WinogradConv{k, {}, {}, {}, {}, {}, {}, {}});
+  auto conv = std::unique_ptr<WinogradConv>(new WinogradConv{k, {}});
   const auto bias = k.bias ? any_layout({k.o}) : memory::desc();
   try {
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
         any_layout(conv->src()), any_layout(conv->weights()), bias, any_layout(conv->dst()),
         WinogradConv::unit(), WinogradConv::unit(), WinogradConv::unit());
-    conv->forward_pd =
+    conv->p.forward_pd =
         dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  conv->forward = dnnl::convolution_forward(conv->forward_pd);
+  conv->p.forward = dnnl::convolution_forward(conv->p.forward_pd);
   return conv;
 }
 
 /// The backward primitives, made once per shape on its first backward pass.
 void ensure_backward(WinogradConv& conv) {
-  std::call_once(conv.backward_made, [&conv] {
+  std::call_once(conv.p.backward_made, [&conv] {
     const auto& k = conv.key;
     dnnl::convolution_backward_data::desc data(
         dnnl::algorithm::convolution_winograd, any_layout(conv.src()), any_layout(conv.weights()),
         any_layout(conv.dst()), WinogradConv::unit(), WinogradConv::unit(), WinogradConv::unit());
-    conv.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
-        data, user_scratchpad(), cpu_engine(), conv.forward_pd);
-    conv.backward_input = dnnl::convolution_backward_data(*conv.backward_input_pd);
+    conv.p.backward_input_pd = dnnl::convolution_backward_data::primitive_desc(
+        data, user_scratchpad(), cpu_engine(), conv.p.forward_pd);
+    conv.p.backward_input = dnnl::convolution_backward_data(*conv.p.backward_input_pd);
     dnnl::convolution_backward_weights::desc weights(
         dnnl::algorithm::convolution_winograd, any_layout(conv.src()), any_layout(conv.weights()),
         k.bias ? any_layout({k.o}) : memory::desc(), any_layout(conv.dst()), WinogradConv::unit(),
         WinogradConv::unit(), WinogradConv::unit());
-    conv.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
-        weights, user_scratchpad(), cpu_engine(), conv.forward_pd);
-    conv.backward_weight = dnnl::convolution_backward_weights(*conv.backward_weight_pd);
+    conv.p.backward_weight_pd = dnnl::convolution_backward_weights::primitive_desc(
+        weights, user_scratchpad(), cpu_engine(), conv.p.forward_pd);
+    conv.p.backward_weight = dnnl::convolution_backward_weights(*conv.p.backward_weight_pd);
   });
 }
 
@@ -125,53 +118,21 @@ at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& we
                                    const at::Tensor& bias) {
   const ShapeKey k = key_of(input, weight, bias.defined());
   const auto conv = conv_for(k);
-  const auto& pd = conv->forward_pd;
   const tag maps = map_layout(input);
   at::Tensor out =
       at::empty({k.n, k.o, k.h, k.w}, input.options().memory_format(memory_format_of(maps)));
-  Execution e;
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
-      {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::oihw)},
-      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), maps)}};
-  if (k.bias) args.emplace(DNNL_ARG_BIAS, e.input(bias, pd.bias_desc(), tag::x));
-  e.run(conv->forward, pd, std::move(args));
+  run_conv_forward(conv->p, input, weight, bias, out, maps);
   return out;
 }
 
 ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                    const at::Tensor& weight, bool with_bias,
                                    std::array<bool, 3> needed) {
-  const ShapeKey k = key_of(input, weight, with_bias);
-  const auto conv = conv_for(k);
+  const auto conv = conv_for(key_of(input, weight, with_bias));
   ensure_backward(*conv);
-  ConvGrads grads;
   const tag maps = map_layout(input);
-  const at::Tensor grad = grad_output.contiguous(memory_format_of(maps));
-  Execution e;  // one for both passes: grad_output is reordered once
-  if (needed[0]) {
-    const auto& pd = *conv->backward_input_pd;
-    grads.input = at::empty(input.sizes(), input.options().memory_format(memory_format_of(maps)));
-    e.run(*conv->backward_input, pd,
-          {{DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), maps)},
-           {DNNL_ARG_WEIGHTS, e.input(weight, pd.weights_desc(), tag::oihw)},
-           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), maps)}});
-  }
-  if (needed[1] || (with_bias && needed[2])) {  // oneDNN computes both in one pass
-    const auto& pd = *conv->backward_weight_pd;
-    grads.weight = at::empty_like(weight);
-    if (with_bias) grads.bias = at::empty({k.o}, weight.options());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
-        {DNNL_ARG_DIFF_DST, e.input(grad, pd.diff_dst_desc(), maps)},
-        {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
-    if (with_bias)
-      args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));
-    e.run(*conv->backward_weight, pd, std::move(args));
-    if (!needed[1]) grads.weight = at::Tensor();
-    if (!needed[2]) grads.bias = at::Tensor();
-  }
-  return grads;
+  return run_conv_backward(conv->p, grad_output.contiguous(memory_format_of(maps)), input, weight,
+                           with_bias, needed, maps);
 }
 
 }  // namespace detkit::ops::cpu

@@ -1,0 +1,58 @@
+#include "detkit/ops/cpu/conv_primitives.h"
+
+#include <ATen/ATen.h>
+
+#include <unordered_map>
+
+#include "detkit/ops/cpu/onednn_execution.h"
+
+namespace detkit::ops::cpu {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at::Tensor& weight,
+                      const at::Tensor& bias, const at::Tensor& out, tag maps) {
+  const auto& pd = p.forward_pd;
+  Execution e;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
+      {DNNL_ARG_WEIGHTS, e.input(weight.contiguous(), pd.weights_desc(), tag::oihw)},
+      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), maps)}};
+  if (bias.defined())
+    args.emplace(DNNL_ARG_BIAS, e.input(bias.contiguous(), pd.bias_desc(), tag::x));
+  e.run(p.forward, pd, std::move(args));
+}
+
+ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
+                            const at::Tensor& input, const at::Tensor& weight, bool with_bias,
+                            std::array<bool, 3> needed, tag maps) {
+  const at::Tensor w = weight.contiguous();
+  ConvGrads grads;
+  Execution e;  // one for both passes: grad_output is reordered once
+  if (needed[0]) {
+    const auto& pd = *p.backward_input_pd;
+    grads.input = at::empty_like(input);  // in the input's layout
+    e.run(*p.backward_input, pd,
+          {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps)},
+           {DNNL_ARG_WEIGHTS, e.input(w, pd.weights_desc(), tag::oihw)},
+           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), maps)}});
+  }
+  if (needed[1] || (with_bias && needed[2])) {
+    const auto& pd = *p.backward_weight_pd;
+    grads.weight = at::empty_like(w);
+    if (with_bias) grads.bias = at::empty({w.size(0)}, w.options());
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
+        {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps)},
+        {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
+    if (with_bias)
+      args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));
+    e.run(*p.backward_weight, pd, std::move(args));
+    if (!needed[1]) grads.weight = at::Tensor();
+    if (!needed[2]) grads.bias = at::Tensor();
+  }
+  return grads;
+}
+
+}  // namespace detkit::ops::cpu

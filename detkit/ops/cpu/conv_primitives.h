@@ -1,0 +1,40 @@
+#pragma once
+// A convolution's oneDNN primitives for one shape, and running them on libtorch tensors: the
+// forward pass, and both backward passes in one Execution (grad_output reordered at most once).
+// Shared by the kernels that make them (Winograd on NCHW / channels-last maps, any algorithm on
+// blocked maps). Internal to ops/cpu.
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+
+#include "detkit/ops/cpu/conv_grads.h"
+
+namespace detkit::ops::cpu {
+
+struct ConvPrimitives {
+  dnnl::convolution_forward::primitive_desc forward_pd;
+  dnnl::convolution_forward forward;
+  // Made on a shape's first backward pass (under backward_made), hinted by forward_pd.
+  std::optional<dnnl::convolution_backward_data::primitive_desc> backward_input_pd;
+  std::optional<dnnl::convolution_backward_data> backward_input;
+  std::optional<dnnl::convolution_backward_weights::primitive_desc> backward_weight_pd;
+  std::optional<dnnl::convolution_backward_weights> backward_weight;
+  std::once_flag backward_made;
+};
+
+/// p's forward pass: input and out stored as `maps` says (nchw, nhwc or nChw16c), weight OIHW,
+/// bias (O) or undefined.
+void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at::Tensor& weight,
+                      const at::Tensor& bias, const at::Tensor& out, dnnl::memory::format_tag maps);
+
+/// p's backward passes (made) for grad_output stored as `maps` too: needed = {input, weight,
+/// bias}; the input's gradient comes in the input's layout. oneDNN computes the weight's and the
+/// bias's in one pass.
+ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
+                            const at::Tensor& input, const at::Tensor& weight, bool with_bias,
+                            std::array<bool, 3> needed, dnnl::memory::format_tag maps);
+
+}  // namespace detkit::ops::cpu
