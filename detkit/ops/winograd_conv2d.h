@@ -31,6 +31,12 @@ bool winograd_conv2d_available();
 /// sees a handful of 14 x 14 ROIs loses about a millisecond per conv.
 constexpr int64_t kWinogradMinMapPixels = 14 * 14;
 
+/// The geometry winograd_conv2d_applies asks for, whatever the maps' layout: a 3x3 kernel
+/// (kernel_h x kernel_w), stride 1, padding 1, dilation 1, one group, a non-empty batch of n maps
+/// of h x w, at least kWinogradMinMapPixels. Also the choice for blocked maps (blocked_maps.h).
+bool winograd_geometry(int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t padding,
+                       int64_t dilation, int64_t groups, int64_t n, int64_t h, int64_t w);
+
 /// at::conv2d(input, weight, bias, 1, 1) by Winograd, differentiable with respect to all three
 /// (no double backward). Requires winograd_conv2d_applies(input, weight, bias, 1, 1, 1, 1).
 /// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).

@@ -108,15 +108,14 @@ FeatureMap FPN::forward(const at::Tensor& images) {
     if (options_.fuse_type() == "avg") prev = prev / 2;
     results[i] = output_convs_[i]->forward(prev);
   }
-  for (auto& [name, map] : bottom) map = nchw(map);  // as the top block reads them
   FeatureMap out;
   for (size_t i = 0; i < n; ++i) out[out_names_[i]] = results[i] = nchw(results[i]);
   if (options_.top_block() == "max_pool")
     out[out_names_.back()] = at::max_pool2d(results[n - 1], {1, 1}, {2, 2}, {0, 0});
   if (options_.top_block() == "p6p7") {
     auto in = bottom.find(options_.top_block_in_feature());
-    at::Tensor p6 =
-        p6_->forward(in != bottom.end() ? in->second : out.at(options_.top_block_in_feature()));
+    at::Tensor p6 = p6_->forward(in != bottom.end() ? nchw(in->second)
+                                                    : out.at(options_.top_block_in_feature()));
     out[out_names_[n]] = p6;
     out[out_names_[n + 1]] = p7_->forward(at::relu(p6));
   }

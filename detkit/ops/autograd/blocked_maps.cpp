@@ -146,11 +146,9 @@ at::Tensor from_blocked(const at::Tensor& x) {
 at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                           int64_t stride, int64_t padding, int64_t dilation) {
   check_blocked(input, "blocked_conv2d");
-  const int64_t k = weight.dim() == 4 ? weight.size(2) : 0;
-  const bool winograd = k == 3 && weight.size(3) == 3 && stride == 1 && padding == 1 &&
-                        dilation == 1 && input.size(0) > 0 &&
-                        input.size(2) * input.size(3) >= kWinogradMinMapPixels &&
-                        winograd_conv2d_available();
+  const bool winograd = weight.dim() == 4 && winograd_conv2d_available() &&
+                        winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation,
+                                          1, input.size(0), input.size(2), input.size(3));
   // Profiles and analysis::FlopCounter see it under this name, with its geometry.
   RECORD_FUNCTION("detkit::blocked_conv2d",
                   std::vector<c10::IValue>({input, weight, stride, padding, dilation}));

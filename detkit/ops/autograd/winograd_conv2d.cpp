@@ -41,18 +41,24 @@ bool winograd_conv2d_available() {
   return available;
 }
 
+bool winograd_geometry(int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t padding,
+                       int64_t dilation, int64_t groups, int64_t n, int64_t h, int64_t w) {
+  return kernel_h == 3 && kernel_w == 3 && stride == 1 && padding == 1 && dilation == 1 &&
+         groups == 1 && n > 0 && h * w >= kWinogradMinMapPixels;
+}
+
 bool winograd_conv2d_applies(const at::Tensor& input, const at::Tensor& weight,
                              const at::Tensor& bias, int64_t stride, int64_t padding,
                              int64_t dilation, int64_t groups) {
-  if (stride != 1 || padding != 1 || dilation != 1 || groups != 1) return false;
   if (!input.device().is_cpu() || input.scalar_type() != at::kFloat ||
       weight.scalar_type() != at::kFloat || input.dim() != 4 ||
       !(input.is_contiguous() || input.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
-      weight.dim() != 4 || weight.size(2) != 3 || weight.size(3) != 3 ||
-      weight.size(1) != input.size(1) || !weight.is_contiguous())
+      weight.dim() != 4 || weight.size(1) != input.size(1) || !weight.is_contiguous())
     return false;
   if (at::autocast::is_cpu_enabled()) return false;  // bfloat16 convolutions: libtorch's
-  if (input.size(0) == 0 || input.size(2) * input.size(3) < kWinogradMinMapPixels) return false;
+  if (!winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation, groups,
+                         input.size(0), input.size(2), input.size(3)))
+    return false;
   return cpu::winograd_kernel_available(input.size(0), input.size(1), weight.size(0), input.size(2),
                                         input.size(3), bias.defined());
 }
