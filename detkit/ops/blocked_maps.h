@@ -17,11 +17,14 @@ bool blocked_maps_available();
 /// Whether `x` is a blocked map: float32, 5-D, contiguous, 16 channels innermost.
 bool is_blocked(const at::Tensor& x);
 
-/// (N, C, H, W) float32, C a multiple of 16 -> its blocked map (N, C/16, H, W, 16).
+/// (N, C, H, W) float32, C a multiple of 16 -> its blocked map (N, C/16, H, W, 16): reordered
+/// from channels-last storage directly, from any other through the contiguous form.
 at::Tensor to_blocked(const at::Tensor& x);
 
-/// A blocked map -> the (N, C, H, W) contiguous map it holds.
-at::Tensor from_blocked(const at::Tensor& x);
+/// A blocked map -> the (N, C, H, W) map it holds, stored contiguous or channels-last (`format`).
+/// Its gradient comes back to the blocked layout from either storage.
+at::Tensor from_blocked(const at::Tensor& x,
+                        at::MemoryFormat format = at::MemoryFormat::Contiguous);
 
 /// at::conv2d(input, weight, bias, stride, padding, dilation) (one group, square kernel) on a
 /// blocked input, giving a blocked output; weight (O, C, k, k) with O a multiple of 16. 3x3

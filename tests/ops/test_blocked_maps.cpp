@@ -41,6 +41,28 @@ TEST(BlockedMaps, LayoutChangesAreExactAndSixteenChannelsInnermost) {
   EXPECT_TRUE(at::equal(xg.grad(), g));
 }
 
+TEST(BlockedMaps, ChannelsLastMapsChangeLayoutExactlyBothWays) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(0);
+  const at::Tensor x = at::randn({2, 32, 6, 5});
+  const at::Tensor b = to_blocked(x);
+  // out to channels-last storage, and back from it (as a gradient too)
+  const at::Tensor last = from_blocked(b, at::MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(last.is_contiguous(at::MemoryFormat::ChannelsLast) && !last.is_contiguous());
+  EXPECT_TRUE(at::equal(last, x));
+  EXPECT_TRUE(at::equal(to_blocked(x.contiguous(at::MemoryFormat::ChannelsLast)), b));
+  at::Tensor xg = x.clone().requires_grad_(true);
+  const at::Tensor g = at::randn({2, 32, 6, 5});
+  from_blocked(to_blocked(xg), at::MemoryFormat::ChannelsLast)
+      .backward(g.contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(at::equal(xg.grad(), g));
+  // any other storage (here a strided view) goes through the contiguous form
+  const at::Tensor wide = at::randn({2, 32, 6, 10});
+  const at::Tensor strided = wide.slice(3, 0, 10, 2);
+  EXPECT_TRUE(at::equal(from_blocked(to_blocked(strided)), strided));
+  EXPECT_THROW(from_blocked(b, at::MemoryFormat::Preserve), c10::Error);
+}
+
 TEST(BlockedMaps, RefusesMapsItCannotHold) {
   SKIP_WITHOUT_KERNELS();
   EXPECT_THROW(to_blocked(at::zeros({1, 24, 4, 4})), c10::Error);  // 24 channels: not by 16

@@ -73,6 +73,20 @@ TEST(Nms, TiesKeepTheLowerIndexAndThresholdIsStrict) {
   EXPECT_EQ(to_vector(nms(pair, scores, 0.49)), std::vector<int64_t>{1});
 }
 
+TEST(Nms, AFloatIouIsComparedWithTheDoubleThresholdAsTorchvisionDoes) {
+  // IoU 10 / 100 is the float nearest 0.1, which is above the double 0.1: suppressed at 0.1, as
+  // torchvision's (float > double) comparison decides, though it equals float(0.1).
+  const at::Tensor pair = at::tensor({0.f, 0.f, 10.f, 10.f, 0.f, 0.f, 1.f, 10.f}).view({2, 4});
+  const at::Tensor scores = at::tensor({0.9f, 0.2f});
+  ASSERT_GT(static_cast<double>(10.f / 100.f), 0.1);
+  EXPECT_EQ(to_vector(nms(pair, scores, 0.1)), std::vector<int64_t>{0});
+  EXPECT_EQ(to_vector(nms(pair, scores, static_cast<double>(10.f / 100.f))),
+            (std::vector<int64_t>{0, 1}));
+  // In double the same boxes compare in double.
+  EXPECT_EQ(to_vector(nms(pair.to(at::kDouble), scores.to(at::kDouble), 0.1)),
+            (std::vector<int64_t>{0, 1}));
+}
+
 TEST(Nms, RejectsBadInput) {
   EXPECT_THROW(nms(at::zeros({3, 5}), at::zeros({3}), 0.5), c10::Error);
   EXPECT_THROW(nms(at::zeros({3, 4}), at::zeros({2}), 0.5), c10::Error);

@@ -99,7 +99,12 @@ FeatureMap FPN::forward(const at::Tensor& images) {
     return ops::is_blocked(x) ? ops::blocked_upsample_nearest2x(x)
                               : at::upsample_nearest2d(x, {x.size(2) * 2, x.size(3) * 2});
   };
-  auto nchw = [](const at::Tensor& x) { return ops::is_blocked(x) ? ops::from_blocked(x) : x; };
+  // Blocked levels leave stored channels-last: ROIAlign reads that layout in place (from NCHW
+  // it makes a transposed copy of every level, forward and backward), and the RPN head's
+  // convolutions read either.
+  auto plain = [](const at::Tensor& x, at::MemoryFormat format) {
+    return ops::is_blocked(x) ? ops::from_blocked(x, format) : x;
+  };
   at::Tensor prev = lateral_convs_[n - 1]->forward(bottom.at(in[n - 1]));
   results[n - 1] = output_convs_[n - 1]->forward(prev);
   for (size_t i = n - 1; i-- > 0;) {
@@ -109,13 +114,15 @@ FeatureMap FPN::forward(const at::Tensor& images) {
     results[i] = output_convs_[i]->forward(prev);
   }
   FeatureMap out;
-  for (size_t i = 0; i < n; ++i) out[out_names_[i]] = results[i] = nchw(results[i]);
+  for (size_t i = 0; i < n; ++i)
+    out[out_names_[i]] = results[i] = plain(results[i], at::MemoryFormat::ChannelsLast);
   if (options_.top_block() == "max_pool")
     out[out_names_.back()] = at::max_pool2d(results[n - 1], {1, 1}, {2, 2}, {0, 0});
   if (options_.top_block() == "p6p7") {
     auto in = bottom.find(options_.top_block_in_feature());
-    at::Tensor p6 = p6_->forward(in != bottom.end() ? nchw(in->second)
-                                                    : out.at(options_.top_block_in_feature()));
+    at::Tensor p6 =
+        p6_->forward(in != bottom.end() ? plain(in->second, at::MemoryFormat::Contiguous)
+                                        : out.at(options_.top_block_in_feature()));
     out[out_names_[n]] = p6;
     out[out_names_[n + 1]] = p7_->forward(at::relu(p6));
   }

@@ -22,17 +22,25 @@ dnnl::memory::dims logical_dims(const at::Tensor& blocked) {
   return {blocked.size(0), blocked.size(1) * 16, blocked.size(2), blocked.size(3)};
 }
 
-at::Tensor nchw_to_blocked(const at::Tensor& x) {
-  const at::Tensor plain = x.contiguous();
+// A (N, C, H, W) map stored channels-last is reordered from there; any other through its
+// contiguous NCHW form.
+at::Tensor plain_to_blocked(const at::Tensor& x) {
   at::Tensor out = at::empty({x.size(0), x.size(1) / 16, x.size(2), x.size(3), 16}, x.options());
-  cpu::reorder_between(plain, tag::nchw, out, tag::nChw16c, logical_dims(out));
+  if (!x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
+    cpu::reorder_between(x, tag::nhwc, out, tag::nChw16c, logical_dims(out));
+  } else {
+    cpu::reorder_between(x.contiguous(), tag::nchw, out, tag::nChw16c, logical_dims(out));
+  }
   return out;
 }
 
-at::Tensor blocked_to_nchw(const at::Tensor& x) {
+at::Tensor blocked_to_plain(const at::Tensor& x, at::MemoryFormat format) {
   const at::Tensor blocked = x.contiguous();
-  at::Tensor out = at::empty({x.size(0), x.size(1) * 16, x.size(2), x.size(3)}, x.options());
-  cpu::reorder_between(blocked, tag::nChw16c, out, tag::nchw, logical_dims(blocked));
+  at::Tensor out = at::empty({x.size(0), x.size(1) * 16, x.size(2), x.size(3)},
+                             x.options().memory_format(format));
+  cpu::reorder_between(blocked, tag::nChw16c, out,
+                       format == at::MemoryFormat::ChannelsLast ? tag::nhwc : tag::nchw,
+                       logical_dims(blocked));
   return out;
 }
 
@@ -40,21 +48,22 @@ class ToBlocked : public torch::autograd::Function<ToBlocked> {
  public:
   static at::Tensor forward(AutogradContext*, const at::Tensor& x) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return nchw_to_blocked(x);
+    return plain_to_blocked(x);
   }
   static variable_list backward(AutogradContext*, const variable_list& grad) {
-    return {blocked_to_nchw(grad[0])};
+    return {blocked_to_plain(grad[0], at::MemoryFormat::Contiguous)};
   }
 };
 
 class FromBlocked : public torch::autograd::Function<FromBlocked> {
  public:
-  static at::Tensor forward(AutogradContext*, const at::Tensor& x) {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x, bool channels_last) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return blocked_to_nchw(x);
+    return blocked_to_plain(
+        x, channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   }
   static variable_list backward(AutogradContext*, const variable_list& grad) {
-    return {nchw_to_blocked(grad[0])};
+    return {plain_to_blocked(grad[0]), at::Tensor()};
   }
 };
 
@@ -138,9 +147,11 @@ at::Tensor to_blocked(const at::Tensor& x) {
   return ToBlocked::apply(x);
 }
 
-at::Tensor from_blocked(const at::Tensor& x) {
+at::Tensor from_blocked(const at::Tensor& x, at::MemoryFormat format) {
   check_blocked(x, "from_blocked");
-  return FromBlocked::apply(x);
+  TORCH_CHECK(format == at::MemoryFormat::Contiguous || format == at::MemoryFormat::ChannelsLast,
+              "detkit from_blocked: gives a contiguous or channels-last map, not ", format);
+  return FromBlocked::apply(x, format == at::MemoryFormat::ChannelsLast);
 }
 
 at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -1,7 +1,7 @@
 // CPU kernel of detkit::nms. Same visiting order (stable sort by decreasing score) and the same
 // IoU arithmetic as torchvision, so keep lists are identical. Boxes are gathered in score order so
-// the suppression sweep reads memory sequentially; a long sweep is split across threads (each
-// thread marks only its own range of boxes).
+// the suppression sweep reads memory sequentially and vectorises (cpu/nms_sweep.cpp); a long sweep
+// is split across threads (each thread marks only its own range of boxes).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "detkit/ops/cpu/nms_sweep.h"
 
 namespace detkit::ops {
 namespace {
@@ -36,18 +38,12 @@ at::Tensor nms_impl(const at::Tensor& boxes, const at::Tensor& scores, double io
   }
   std::vector<uint8_t> suppressed(n, 0);
   std::vector<int64_t> keep;
+  const cpu::SweepBoxes<T> columns{x1.data(), y1.data(), x2.data(), y2.data(), area.data()};
   for (int64_t i = 0; i < n; ++i) {
     if (suppressed[i]) continue;
     keep.push_back(original[i]);
     at::parallel_for(i + 1, n, kSweepGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        if (suppressed[j]) continue;
-        const T w = std::max(T(0), std::min(x2[i], x2[j]) - std::max(x1[i], x1[j]));
-        const T h = std::max(T(0), std::min(y2[i], y2[j]) - std::max(y1[i], y1[j]));
-        const T inter = w * h;
-        const T iou = inter / (area[i] + area[j] - inter);
-        if (iou > iou_threshold) suppressed[j] = 1;
-      }
+      cpu::suppress_overlaps(columns, i, begin, end, iou_threshold, suppressed.data());
     });
   }
   return at::tensor(keep, boxes.options().dtype(at::kLong));
