@@ -59,14 +59,15 @@ void record_winograd_convolution(const at::RecordFunction& fn) {
   active_counter->record("conv", w.data_ptr(), conv_flops(x.sizes(), w.sizes(), x.sizes(), false));
 }
 
-// detkit::blocked_conv2d(input (N, C/16, H, W, 16), weight (O, C, k, k), stride, padding,
-// dilation): counted as the convolution of the (N, C, H, W) map it holds.
+// detkit::blocked_conv2d(input (N, C/16, H, W, 16) or, for plain_to_blocked_conv2d, (N, C, H, W),
+// weight (O, C, k, k), stride, padding, dilation): counted as the convolution of the (N, C, H, W)
+// map it holds.
 void record_blocked_convolution(const at::RecordFunction& fn) {
   auto inputs = fn.inputs();
   if (inputs.size() < 5 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
   const at::Tensor& x = inputs[0].toTensor();
   const at::Tensor& w = inputs[1].toTensor();
-  if (x.dim() != 5 || w.dim() != 4) return;
+  if ((x.dim() != 5 && x.dim() != 4) || w.dim() != 4) return;
   const int64_t stride = inputs[2].toInt(), padding = inputs[3].toInt();
   const int64_t dilation = inputs[4].toInt();
   std::vector<int64_t> out_shape = {x.size(0), w.size(0)};

@@ -62,14 +62,19 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
   if (!norm_.is_empty()) register_module("norm", norm_.ptr());
 }
 
+at::Tensor Conv2dImpl::forward_blocked(const at::Tensor& x) {
+  const auto& o = options_;
+  TORCH_CHECK(o.groups() == 1, "Conv2d: a blocked map needs one group, got ", o.groups());
+  const at::Tensor y =
+      ops::is_blocked(x)
+          ? ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation())
+          : ops::plain_to_blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation());
+  return blocked_norm_forward(norm_, y, o.relu());
+}
+
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   const auto& o = options_;
-  if (ops::is_blocked(x)) {
-    TORCH_CHECK(o.groups() == 1, "Conv2d: a blocked map needs one group, got ", o.groups());
-    return blocked_norm_forward(
-        norm_, ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation()),
-        o.relu());
-  }
+  if (ops::is_blocked(x)) return forward_blocked(x);
   at::Tensor y =
       conv_algorithm() == ConvAlgorithm::kAuto &&
               ops::winograd_conv2d_applies(x, weight_, bias_, o.stride(), o.padding(), o.dilation(),

@@ -31,6 +31,9 @@ class Conv2dImpl : public torch::nn::Module {
   /// x: an (N, C, H, W) map, or a blocked one (ops/blocked_maps.h; one group, a norm with
   /// norm_has_blocked_form), which gives a blocked result.
   at::Tensor forward(const at::Tensor& x);
+  /// A blocked result from a blocked x, or from a plain (N, C, H, W) float32 one (a network's
+  /// first convolution, on its images; any C): one group, a norm with norm_has_blocked_form.
+  at::Tensor forward_blocked(const at::Tensor& x);
 
   const Conv2dOptions& options() const { return options_; }
   at::Tensor& weight() { return weight_; }

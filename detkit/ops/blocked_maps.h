@@ -34,6 +34,12 @@ at::Tensor from_blocked(const at::Tensor& x,
 at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                           int64_t stride, int64_t padding, int64_t dilation);
 
+/// blocked_conv2d on a plain (N, C, H, W) float32 input of any C (a network's first convolution,
+/// on its images), giving a blocked output; the input's gradient, where it needs one, comes NCHW.
+at::Tensor plain_to_blocked_conv2d(const at::Tensor& input, const at::Tensor& weight,
+                                   const at::Tensor& bias, int64_t stride, int64_t padding,
+                                   int64_t dilation);
+
 /// Training-mode at::batch_norm on a blocked map: normalized by the batch's statistics, which
 /// also update running_mean and running_var (C) as libtorch's does: r = (1 - momentum) * r +
 /// momentum * s, with the unbiased variance. weight and bias (C) may be undefined (no affine),
@@ -45,6 +51,11 @@ at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, con
 
 /// at::upsample_nearest2d(x, 2H x 2W) of a blocked map: every pixel copied to a 2 x 2 square.
 at::Tensor blocked_upsample_nearest2x(const at::Tensor& x);
+
+/// at::max_pool2d(x, kernel, stride, padding) of a blocked map (square window, no dilation, floor
+/// mode). Backward sends each window's gradient to its maximum; where a window holds the maximum
+/// twice, oneDNN picks which, and libtorch may pick the other.
+at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
 
 /// x * scale + shift per channel (scale, shift: (C)) on a blocked map: an inference-mode
 /// BatchNorm, as FrozenBatchNorm2d's affine form.

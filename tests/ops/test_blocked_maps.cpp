@@ -1,8 +1,9 @@
 // detkit::ops blocked maps (nChw16c): layout changes exact both ways; convolutions (direct and
 // Winograd, strides, padding, dilation, bias) and training BatchNorm (alone and with its ReLU
 // fused), forward and every gradient, against at::conv2d / at::batch_norm on the same values in
-// NCHW, with the max differences printed; running statistics as libtorch updates them; nearest
-// 2x upsampling. Skipped on CPUs without AVX-512.
+// NCHW, with the max differences printed; a first convolution from plain images; running
+// statistics as libtorch updates them; max pooling; nearest 2x upsampling. Skipped on CPUs
+// without AVX-512.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -173,6 +174,84 @@ TEST(BlockedMaps, TrainingBatchNormAgreesWithLibtorchAndUpdatesRunningStatistics
     }
     EXPECT_FALSE(at::allclose(m2, mean0));  // the statistics moved
   }
+}
+
+TEST(BlockedMaps, AFirstConvolutionFromPlainImagesAgreesWithConv2d) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(5);
+  // The ResNet stem's conv1 (3 channels in, 7x7 stride 2), and a 3x3 on 3 channels with a bias.
+  const ConvCase cases[] = {{2, 3, 64, 40, 52, 7, 2, 3, 1, false, "stem 7x7 stride 2"},
+                            {1, 3, 32, 30, 30, 3, 1, 1, 1, true, "3x3, bias"}};
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    const at::Tensor x = at::randn({k.n, k.c, k.h, k.w});
+    const at::Tensor w = at::randn({k.o, k.c, k.k, k.k}) * std::sqrt(2.0 / (k.k * k.k * k.c));
+    const at::Tensor b = k.bias ? at::randn({k.o}) * 0.1 : at::Tensor();
+    at::Tensor x1 = x.clone().requires_grad_(true), w1 = w.clone().requires_grad_(true);
+    at::Tensor b1 = k.bias ? b.clone().requires_grad_(true) : at::Tensor();
+    const at::Tensor ref = at::conv2d(x1, w1, b1, k.stride, k.padding, k.dilation);
+    const at::Tensor g = at::randn(ref.sizes());
+    ref.backward(g);
+    at::Tensor x2 = x.clone().requires_grad_(true), w2 = w.clone().requires_grad_(true);
+    at::Tensor b2 = k.bias ? b.clone().requires_grad_(true) : at::Tensor();
+    const at::Tensor blocked = plain_to_blocked_conv2d(x2, w2, b2, k.stride, k.padding, k.dilation);
+    ASSERT_TRUE(is_blocked(blocked));
+    const at::Tensor out = from_blocked(blocked);
+    ASSERT_EQ(out.sizes(), ref.sizes());
+    out.backward(g);
+    ASSERT_TRUE(x2.grad().is_contiguous());  // the input's gradient in the input's layout
+    const double e_out = relative_error(out, ref), e_x = relative_error(x2.grad(), x1.grad());
+    const double e_w = relative_error(w2.grad(), w1.grad());
+    const double e_b = k.bias ? relative_error(b2.grad(), b1.grad()) : 0.0;
+    std::cout << "[ plain -> blocked conv ] " << k.name << ": max diff / max |value| output "
+              << e_out << ", grad input " << e_x << ", grad weight " << e_w << ", grad bias " << e_b
+              << std::endl;
+    for (double e : {e_out, e_x, e_w, e_b}) EXPECT_LT(e, 1e-5);
+  }
+  EXPECT_THROW(plain_to_blocked_conv2d(at::zeros({1, 3, 8, 8}, at::kDouble),
+                                       at::zeros({16, 3, 3, 3}), {}, 1, 1, 1),
+               c10::Error);
+  EXPECT_THROW(
+      plain_to_blocked_conv2d(at::zeros({1, 3, 8, 8}), at::zeros({16, 4, 3, 3}), {}, 1, 1, 1),
+      c10::Error);  // weight for 4 channels
+}
+
+TEST(BlockedMaps, MaxPoolingIsMaxPool2dBothWays) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(6);
+  struct PoolCase {
+    int64_t h, w, kernel, stride, padding;
+  };
+  // The stem's 3x3 / 2 / 1 on even and odd maps, the FPN top block's 1x1 / 2, windows that stop
+  // short of the last row (8x9 with 3x3 / 2 / 0), and overlapping stride-1 windows.
+  for (const PoolCase& k :
+       {PoolCase{24, 32, 3, 2, 1}, PoolCase{25, 33, 3, 2, 1}, PoolCase{7, 9, 1, 2, 0},
+        PoolCase{8, 9, 3, 2, 0}, PoolCase{10, 12, 3, 1, 1}, PoolCase{9, 11, 2, 2, 0}}) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + " kernel " +
+                 std::to_string(k.kernel) + " stride " + std::to_string(k.stride) + " padding " +
+                 std::to_string(k.padding));
+    // Negative values too: padding must never be a window's maximum.
+    const at::Tensor x = at::randn({2, 32, k.h, k.w}) - 1;
+    at::Tensor x1 = x.clone().requires_grad_(true), x2 = x.clone().requires_grad_(true);
+    const at::Tensor ref = at::max_pool2d(x1, k.kernel, k.stride, k.padding);
+    const at::Tensor out =
+        from_blocked(blocked_max_pool2d(to_blocked(x2), k.kernel, k.stride, k.padding));
+    ASSERT_EQ(out.sizes(), ref.sizes());
+    EXPECT_TRUE(at::equal(out, ref));
+    const at::Tensor g = at::randn(ref.sizes());
+    ref.backward(g);
+    out.backward(g);
+    // Random values have no ties: every gradient goes where libtorch sends it; overlapping
+    // windows may add in another order.
+    const double e_x = relative_error(x2.grad(), x1.grad());
+    std::cout << "[ blocked max pool ] " << k.h << "x" << k.w << " " << k.kernel << "/" << k.stride
+              << "/" << k.padding << ": grad input max diff / max |value| " << e_x << std::endl;
+    EXPECT_LT(e_x, 1e-6);
+  }
+  const at::Tensor map = to_blocked(at::zeros({1, 16, 4, 4}));
+  EXPECT_THROW(blocked_max_pool2d(map, 3, 2, 2), c10::Error);  // padding over half the window
+  EXPECT_THROW(blocked_max_pool2d(map, 7, 1, 0), c10::Error);  // window larger than the map
+  EXPECT_THROW(blocked_max_pool2d(at::zeros({1, 16, 4, 4}), 3, 2, 1), c10::Error);  // NCHW
 }
 
 TEST(BlockedMaps, UpsamplingIsUpsampleNearest2dExactlyBothWays) {

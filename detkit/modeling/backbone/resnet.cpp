@@ -123,10 +123,11 @@ FeatureMap ResNet::run(const at::Tensor& images, bool keep_blocked) {
     if (std::find(wanted.begin(), wanted.end(), name) != wanted.end())
       out[name] = ops::is_blocked(x) && !keep_blocked ? ops::from_blocked(x) : x;
   };
-  at::Tensor x = stem_->forward(
-      channels_last_maps(images) ? images.contiguous(at::MemoryFormat::ChannelsLast) : images);
+  at::Tensor x = blocked ? stem_->forward_blocked(images)
+                         : stem_->forward(channels_last_maps(images)
+                                              ? images.contiguous(at::MemoryFormat::ChannelsLast)
+                                              : images);
   keep("stem", x);
-  if (blocked) x = ops::to_blocked(x);
   for (size_t i = 0; i < stages_.size(); ++i) {
     x = stages_[i]->forward(x);
     keep(stage_names_[i], x);

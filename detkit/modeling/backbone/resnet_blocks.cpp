@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "detkit/ops/blocked_maps.h"
+
 namespace detkit::modeling {
 
 using layers::Conv2d;
@@ -29,6 +31,10 @@ BasicStemImpl::BasicStemImpl(int64_t in_channels, int64_t out_channels, const st
 
 at::Tensor BasicStemImpl::forward(const at::Tensor& x) {
   return at::max_pool2d(conv1_->forward(x), {3, 3}, {2, 2}, {1, 1});
+}
+
+at::Tensor BasicStemImpl::forward_blocked(const at::Tensor& x) {
+  return ops::blocked_max_pool2d(conv1_->forward_blocked(x), 3, 2, 1);
 }
 
 BasicBlockImpl::BasicBlockImpl(const BlockOptions& o) {

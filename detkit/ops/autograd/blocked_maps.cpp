@@ -8,6 +8,7 @@
 
 #include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
 #include "detkit/ops/cpu/blocked_conv2d_kernel.h"
+#include "detkit/ops/cpu/blocked_max_pool2d_kernel.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 #include "detkit/ops/winograd_conv2d.h"
 
@@ -125,9 +126,46 @@ class BlockedBatchNormFunction : public torch::autograd::Function<BlockedBatchNo
   }
 };
 
+class BlockedMaxPool2dFunction : public torch::autograd::Function<BlockedMaxPool2dFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t kernel,
+                            int64_t stride, int64_t padding) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::Tensor workspace;
+    at::Tensor y = cpu::blocked_max_pool2d_forward(x, {kernel, stride, padding}, workspace);
+    // The input's sizes and where each maximum was, not the input itself.
+    ctx->saved_data["sizes"] =
+        std::vector<int64_t>{x.size(0), x.size(1) * 16, x.size(2), x.size(3)};
+    ctx->saved_data["window"] = std::vector<int64_t>{kernel, stride, padding};
+    ctx->saved_data["workspace"] = workspace;
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad) {
+    const std::vector<int64_t> w = ctx->saved_data["window"].toIntVector();
+    return {cpu::blocked_max_pool2d_backward(grad[0], ctx->saved_data["sizes"].toIntVector(),
+                                             {w[0], w[1], w[2]},
+                                             ctx->saved_data["workspace"].toTensor()),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 void check_blocked(const at::Tensor& x, const char* op) {
   TORCH_CHECK(is_blocked(x), "detkit ", op, ": needs a blocked map (float32 (N, C/16, H, W, 16), ",
               "contiguous; ops::to_blocked makes one), got ", x.sizes(), " ", x.scalar_type());
+}
+
+// A blocked or plain input (checked by the caller) -> a blocked output.
+at::Tensor conv2d_giving_blocked(const at::Tensor& input, const at::Tensor& weight,
+                                 const at::Tensor& bias, int64_t stride, int64_t padding,
+                                 int64_t dilation) {
+  const bool winograd = weight.dim() == 4 && winograd_conv2d_available() &&
+                        winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation,
+                                          1, input.size(0), input.size(2), input.size(3));
+  // Profiles and analysis::FlopCounter see it under this name, with its geometry.
+  RECORD_FUNCTION("detkit::blocked_conv2d",
+                  std::vector<c10::IValue>({input, weight, stride, padding, dilation}));
+  return BlockedConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}),
+                                      cpu::ConvGeometry{stride, padding, dilation, winograd});
 }
 
 }  // namespace
@@ -157,14 +195,16 @@ at::Tensor from_blocked(const at::Tensor& x, at::MemoryFormat format) {
 at::Tensor blocked_conv2d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                           int64_t stride, int64_t padding, int64_t dilation) {
   check_blocked(input, "blocked_conv2d");
-  const bool winograd = weight.dim() == 4 && winograd_conv2d_available() &&
-                        winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation,
-                                          1, input.size(0), input.size(2), input.size(3));
-  // Profiles and analysis::FlopCounter see it under this name, with its geometry.
-  RECORD_FUNCTION("detkit::blocked_conv2d",
-                  std::vector<c10::IValue>({input, weight, stride, padding, dilation}));
-  return BlockedConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}),
-                                      cpu::ConvGeometry{stride, padding, dilation, winograd});
+  return conv2d_giving_blocked(input, weight, bias, stride, padding, dilation);
+}
+
+at::Tensor plain_to_blocked_conv2d(const at::Tensor& input, const at::Tensor& weight,
+                                   const at::Tensor& bias, int64_t stride, int64_t padding,
+                                   int64_t dilation) {
+  TORCH_CHECK(input.dim() == 4 && input.scalar_type() == at::kFloat && input.device().is_cpu(),
+              "detkit plain_to_blocked_conv2d: needs a float32 CPU (N, C, H, W) input, got ",
+              input.sizes(), " ", input.scalar_type());
+  return conv2d_giving_blocked(input.contiguous(), weight, bias, stride, padding, dilation);
 }
 
 at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -191,6 +231,12 @@ at::Tensor blocked_upsample_nearest2x(const at::Tensor& x) {
   return x.reshape({n, c, h, 1, w, 1, 16})
       .expand({n, c, h, 2, w, 2, 16})
       .reshape({n, c, 2 * h, 2 * w, 16});
+}
+
+at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride,
+                              int64_t padding) {
+  check_blocked(x, "blocked_max_pool2d");
+  return BlockedMaxPool2dFunction::apply(x, kernel, stride, padding);
 }
 
 at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,

@@ -1,5 +1,6 @@
-// oneDNN's convolution primitives (direct or Winograd) with their maps fixed to nChw16c: no map
-// is reordered; only the weights are, per call, from libtorch's OIHW (as libtorch's path does).
+// oneDNN's convolution primitives (direct or Winograd) with their maps fixed to nChw16c (a first
+// convolution's input to NCHW): no map is reordered; only the weights are, per call, from
+// libtorch's OIHW (as libtorch's path does).
 #include "detkit/ops/cpu/blocked_conv2d_kernel.h"
 
 #include <ATen/ATen.h>
@@ -18,29 +19,31 @@ using tag = memory::format_tag;
 
 struct ShapeKey {
   int64_t n, c, o, h, w, kernel, stride, padding, dilation;
-  bool bias, winograd;
-  std::array<int64_t, 11> values() const {
-    return {n, c, o, h, w, kernel, stride, padding, dilation, bias, winograd};
+  bool bias, winograd, plain_input;
+  std::array<int64_t, 12> values() const {
+    return {n, c, o, h, w, kernel, stride, padding, dilation, bias, winograd, plain_input};
   }
   ConvGeometry geometry() const { return {stride, padding, dilation, winograd}; }
+  MapLayouts layouts() const { return {plain_input ? tag::nchw : tag::nChw16c, tag::nChw16c}; }
 };
 
 ShapeKey key_of(const at::Tensor& input, const at::Tensor& weight, bool bias,
                 const ConvGeometry& g) {
-  TORCH_CHECK(input.dim() == 5 && input.size(4) == 16 && input.is_contiguous() &&
+  const bool plain = input.dim() == 4;
+  TORCH_CHECK(((input.dim() == 5 && input.size(4) == 16) || plain) && input.is_contiguous() &&
                   input.scalar_type() == at::kFloat,
               "detkit blocked_conv2d: the input must be a contiguous float32 (N, C/16, H, W, 16) "
-              "map, got ",
+              "map, or (N, C, H, W), got ",
               input.sizes(), " ", input.scalar_type());
   TORCH_CHECK(weight.scalar_type() == at::kFloat,
               "detkit blocked_conv2d: a float32 weight needed, got ", weight.scalar_type());
-  TORCH_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) &&
-                  weight.size(1) == input.size(1) * 16 && weight.size(0) % 16 == 0,
-              "detkit blocked_conv2d: weight ", weight.sizes(), " for a blocked input of ",
-              input.size(1) * 16, " channels (one group, square kernel, outputs a multiple of 16)");
-  return {input.size(0),  input.size(1) * 16, weight.size(0), input.size(2), input.size(3),
-          weight.size(2), g.stride,           g.padding,      g.dilation,    bias,
-          g.winograd};
+  const int64_t channels = plain ? input.size(1) : input.size(1) * 16;
+  TORCH_CHECK(weight.dim() == 4 && weight.size(2) == weight.size(3) && weight.size(1) == channels &&
+                  weight.size(0) % 16 == 0,
+              "detkit blocked_conv2d: weight ", weight.sizes(), " for an input of ", channels,
+              " channels (one group, square kernel, outputs a multiple of 16)");
+  return {input.size(0), channels,  weight.size(0), input.size(2), input.size(3), weight.size(2),
+          g.stride,      g.padding, g.dilation,     bias,          g.winograd,    plain};
 }
 
 struct BlockedConv {
@@ -51,7 +54,9 @@ struct BlockedConv {
 
   int64_t out_h() const { return key.geometry().out_size(key.h, key.kernel); }
   int64_t out_w() const { return key.geometry().out_size(key.w, key.kernel); }
-  memory::desc src() const { return blocked({key.n, key.c, key.h, key.w}); }
+  memory::desc src() const {
+    return memory::desc({key.n, key.c, key.h, key.w}, memory::data_type::f32, key.layouts().input);
+  }
   memory::desc dst() const { return blocked({key.n, key.o, out_h(), out_w()}); }
   memory::desc weights() const { return any_layout({key.o, key.c, key.kernel, key.kernel}); }
   memory::desc bias() const { return key.bias ? any_layout({key.o}) : memory::desc(); }
@@ -130,17 +135,18 @@ at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& wei
   const ShapeKey k = key_of(input, weight, bias.defined(), geometry);
   const auto conv = conv_for(k);
   at::Tensor out = blocked_empty(k.n, k.o, conv->out_h(), conv->out_w(), input.options());
-  run_conv_forward(conv->p, input, weight, bias, out, tag::nChw16c);
+  run_conv_forward(conv->p, input, weight, bias, out, k.layouts());
   return out;
 }
 
 ConvGrads blocked_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                   const at::Tensor& weight, bool with_bias,
                                   const ConvGeometry& geometry, std::array<bool, 3> needed) {
-  const auto conv = conv_for(key_of(input, weight, with_bias, geometry));
+  const ShapeKey k = key_of(input, weight, with_bias, geometry);
+  const auto conv = conv_for(k);
   ensure_backward(*conv);
   return run_conv_backward(conv->p, grad_output.contiguous(), input, weight, with_bias, needed,
-                           tag::nChw16c);
+                           k.layouts());
 }
 
 }  // namespace detkit::ops::cpu

@@ -20,14 +20,15 @@ struct ConvGeometry {
   }
 };
 
-/// input (N, C/16, H, W, 16) blocked, weight (O, C, k, k) contiguous, bias (O) or undefined ->
-/// (N, O/16, OH, OW, 16) blocked. C and O multiples of 16.
+/// input (N, C/16, H, W, 16) blocked, or (N, C, H, W) contiguous (a network's first
+/// convolution, on images: any C), weight (O, C, k, k) contiguous, bias (O) or undefined ->
+/// (N, O/16, OH, OW, 16) blocked. O a multiple of 16.
 at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                   const at::Tensor& bias, const ConvGeometry& geometry);
 
 /// Gradients of blocked_conv2d_forward for grad_output (blocked, as its result): needed = {input,
-/// weight, bias}; grad_output is reordered at most once for both passes (it is not, in oneDNN's
-/// layout).
+/// weight, bias}, the input's in the input's layout; grad_output is reordered at most once for both
+/// passes (it is not, in oneDNN's layout).
 ConvGrads blocked_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                   const at::Tensor& weight, bool with_bias,
                                   const ConvGeometry& geometry, std::array<bool, 3> needed);

@@ -12,13 +12,13 @@ using dnnl::memory;
 using tag = memory::format_tag;
 
 void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at::Tensor& weight,
-                      const at::Tensor& bias, const at::Tensor& out, tag maps) {
+                      const at::Tensor& bias, const at::Tensor& out, MapLayouts maps) {
   const auto& pd = p.forward_pd;
   Execution e;
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
+      {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps.input)},
       {DNNL_ARG_WEIGHTS, e.input(weight.contiguous(), pd.weights_desc(), tag::oihw)},
-      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), maps)}};
+      {DNNL_ARG_DST, e.output(out, pd.dst_desc(), maps.output)}};
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, e.input(bias.contiguous(), pd.bias_desc(), tag::x));
   e.run(p.forward, pd, std::move(args));
@@ -26,7 +26,7 @@ void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at
 
 ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
                             const at::Tensor& input, const at::Tensor& weight, bool with_bias,
-                            std::array<bool, 3> needed, tag maps) {
+                            std::array<bool, 3> needed, MapLayouts maps) {
   const at::Tensor w = weight.contiguous();
   ConvGrads grads;
   Execution e;  // one for both passes: grad_output is reordered once
@@ -34,17 +34,17 @@ ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_outp
     const auto& pd = *p.backward_input_pd;
     grads.input = at::empty_like(input);  // in the input's layout
     e.run(*p.backward_input, pd,
-          {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps)},
+          {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps.output)},
            {DNNL_ARG_WEIGHTS, e.input(w, pd.weights_desc(), tag::oihw)},
-           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), maps)}});
+           {DNNL_ARG_DIFF_SRC, e.output(grads.input, pd.diff_src_desc(), maps.input)}});
   }
   if (needed[1] || (with_bias && needed[2])) {
     const auto& pd = *p.backward_weight_pd;
     grads.weight = at::empty_like(w);
     if (with_bias) grads.bias = at::empty({w.size(0)}, w.options());
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps)},
-        {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps)},
+        {DNNL_ARG_SRC, e.input(input, pd.src_desc(), maps.input)},
+        {DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps.output)},
         {DNNL_ARG_DIFF_WEIGHTS, e.output(grads.weight, pd.diff_weights_desc(), tag::oihw)}};
     if (with_bias)
       args.emplace(DNNL_ARG_DIFF_BIAS, e.output(grads.bias, pd.diff_bias_desc(), tag::x));

@@ -25,16 +25,24 @@ struct ConvPrimitives {
   std::once_flag backward_made;
 };
 
-/// p's forward pass: input and out stored as `maps` says (nchw, nhwc or nChw16c), weight OIHW,
-/// bias (O) or undefined.
-void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at::Tensor& weight,
-                      const at::Tensor& bias, const at::Tensor& out, dnnl::memory::format_tag maps);
+/// How a convolution's maps are stored (nchw, nhwc or nChw16c): its input (and the input's
+/// gradient), and its output (and the output's gradient). One tag: both.
+struct MapLayouts {
+  MapLayouts(dnnl::memory::format_tag both) : input(both), output(both) {}  // NOLINT: implicit
+  MapLayouts(dnnl::memory::format_tag input, dnnl::memory::format_tag output)
+      : input(input), output(output) {}
+  dnnl::memory::format_tag input, output;
+};
 
-/// p's backward passes (made) for grad_output stored as `maps` too: needed = {input, weight,
+/// p's forward pass: input and out stored as `maps` says, weight OIHW, bias (O) or undefined.
+void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at::Tensor& weight,
+                      const at::Tensor& bias, const at::Tensor& out, MapLayouts maps);
+
+/// p's backward passes (made) for grad_output stored as the output is: needed = {input, weight,
 /// bias}; the input's gradient comes in the input's layout. oneDNN computes the weight's and the
 /// bias's in one pass.
 ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
                             const at::Tensor& input, const at::Tensor& weight, bool with_bias,
-                            std::array<bool, 3> needed, dnnl::memory::format_tag maps);
+                            std::array<bool, 3> needed, MapLayouts maps);
 
 }  // namespace detkit::ops::cpu

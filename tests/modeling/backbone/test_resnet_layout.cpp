@@ -93,6 +93,39 @@ Step train_step(Backbone& net, const at::Tensor& images, layers::ConvAlgorithm a
   return step;
 }
 
+// How far one step's parameter gradients are from the reference step's: the worst over
+// parameters of max |a - b| / max |b| and of ||a - b|| / ||b||.
+struct GradientDiff {
+  double max = 0, norm = 0;
+};
+
+GradientDiff compare_gradients(const Step& step, const Step& reference) {
+  EXPECT_EQ(step.grads.size(), reference.grads.size());
+  GradientDiff d;
+  for (const auto& [name, grad] : step.grads) {
+    const at::Tensor& ref = reference.grads.at(name);
+    d.max = std::max(d.max, relative(grad, ref));
+    d.norm = std::max(d.norm, ((grad - ref).norm() / ref.norm()).item<double>());
+  }
+  return d;
+}
+
+// With BatchNorm's batch statistics a step's gradients are discontinuous in its input: a ReLU's
+// mask or a max pooling's choice flips where float32 rounding moves a value across the kink, and
+// one flip moves gradients upstream of it by up to tens of percent at a point, by little in norm.
+// Over image seeds 0-4 (blocked vs NCHW kernels) BN R18 measured max diffs of 1e-5 to 0.27 and
+// norm diffs to 0.022, BN R50 max diffs to 0.29 and norm diffs to 0.055; seed 4 flipped with the
+// stem on either path. BN steps therefore compare in norm, against a bound that a wrong kernel or
+// layout (an error of the order of the gradient) exceeds; FrozenBN ones, without batch
+// statistics, as closely as the kernels agree.
+void expect_gradients_agree(const GradientDiff& d, bool batch_statistics) {
+  if (batch_statistics) {
+    EXPECT_LT(d.norm, 0.1);
+  } else {
+    EXPECT_LT(d.max, 1e-4);
+  }
+}
+
 TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
   if (!ops::blocked_maps_available())
     GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
@@ -114,7 +147,7 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
       ResNet nchw_net = make(), blocked_net = make();
       const Step nchw = train_step(nchw_net, images, layers::ConvAlgorithm::kDirect);
       const Step blocked = train_step(blocked_net, images, layers::ConvAlgorithm::kAuto);
-      double worst_map = 0, worst_grad = 0, worst_buffer = 0;
+      double worst_map = 0, worst_buffer = 0;
       for (const auto& [name, map] : blocked.maps) {
         EXPECT_TRUE(map.is_contiguous() && map.dim() == 4) << name;  // NCHW for the FPN
         if (map.grad_fn())  // (frozen stages' maps have none)
@@ -122,10 +155,7 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
               << name << " was not computed on blocked maps: " << map.grad_fn()->name();
         worst_map = std::max(worst_map, relative(map, nchw.maps.at(name)));
       }
-      ASSERT_EQ(blocked.grads.size(), nchw.grads.size());
-      for (const auto& [name, grad] : blocked.grads) {
-        worst_grad = std::max(worst_grad, relative(grad, nchw.grads.at(name)));
-      }
+      const GradientDiff grads = compare_gradients(blocked, nchw);
       for (const auto& [name, buffer] : blocked.buffers) {
         if (buffer.scalar_type() != at::kFloat) {  // num_batches_tracked
           EXPECT_TRUE(buffer.equal(nchw.buffers.at(name))) << name;
@@ -135,16 +165,12 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
       }
       std::cout << "[ layout ] " << norm << " R" << depth
                 << " training, blocked (auto) vs NCHW (direct), max diff / max |value|: maps "
-                << worst_map << ", parameter gradients " << worst_grad << ", buffers "
-                << worst_buffer << "\n";
-      // A freshly initialised ResNet-50 trained with batch statistics is ill-conditioned: float32
-      // rounding anywhere moves its early layers' gradients by tens of percent (Winograd vs direct
-      // kernels on NCHW maps, the path before blocked maps, also measured 0.23-0.42 here, and its
-      // maps 9e-5). Its gradients are compared through the well-conditioned cases: BN on
-      // ResNet-18, FrozenBN on both.
-      const bool conditioned = !(norm == "BN" && depth == 50);
-      EXPECT_LT(worst_map, conditioned ? 2e-5 : 5e-4);
-      if (conditioned) EXPECT_LT(worst_grad, 1e-4);
+                << worst_map << ", parameter gradients " << grads.max << " (in norm " << grads.norm
+                << "), buffers " << worst_buffer << "\n";
+      // A freshly initialised ResNet-50 with batch statistics is ill-conditioned in its maps too
+      // (Winograd vs direct kernels on NCHW maps also measured 9e-5 here).
+      EXPECT_LT(worst_map, norm == "BN" && depth == 50 ? 5e-4 : 2e-5);
+      expect_gradients_agree(grads, norm == "BN");
       EXPECT_LT(worst_buffer, 1e-4);
     }
   }
@@ -182,7 +208,7 @@ TEST(ResNetLayout, FpnContinuesOnBlockedMapsAndMatchesNchw) {
     const Step nchw = train_step(nchw_net, images, layers::ConvAlgorithm::kDirect);
     const Step blocked = train_step(blocked_net, images, layers::ConvAlgorithm::kAuto);
     ASSERT_EQ(blocked.maps.size(), nchw.maps.size());
-    double worst_map = 0, worst_grad = 0;
+    double worst_map = 0;
     for (const auto& [name, map] : blocked.maps) {
       ASSERT_EQ(map.dim(), 4) << name;
       const bool p6p7_conv = k.top_block == "p6p7" && (name == "p6" || name == "p7");
@@ -193,14 +219,13 @@ TEST(ResNetLayout, FpnContinuesOnBlockedMapsAndMatchesNchw) {
     }
     EXPECT_NE(blocked.maps.at("p2").grad_fn()->name().find("FromBlocked"), std::string::npos)
         << "p2 was not computed on blocked maps: " << blocked.maps.at("p2").grad_fn()->name();
-    ASSERT_EQ(blocked.grads.size(), nchw.grads.size());
-    for (const auto& [name, grad] : blocked.grads)
-      worst_grad = std::max(worst_grad, relative(grad, nchw.grads.at(name)));
+    const GradientDiff grads = compare_gradients(blocked, nchw);
     std::cout << "[ layout ] " << k.norm << " R" << k.depth << "-FPN (" << k.top_block
               << ") training, blocked (auto) vs NCHW (direct), max diff / max |value|: levels "
-              << worst_map << ", parameter gradients " << worst_grad << "\n";
+              << worst_map << ", parameter gradients " << grads.max << " (in norm " << grads.norm
+              << ")\n";
     EXPECT_LT(worst_map, 2e-5);
-    EXPECT_LT(worst_grad, 1e-4);
+    expect_gradients_agree(grads, k.norm == "BN");
   }
 }
 
