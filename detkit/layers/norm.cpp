@@ -34,11 +34,13 @@ bool norm_has_blocked_form(const std::string& name) {
 }
 
 at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu) {
-  auto relu_if_asked = [relu](at::Tensor y) { return relu ? at::relu_(y) : y; };
-  if (norm.is_empty()) return relu_if_asked(x);
+  if (norm.is_empty()) {
+    at::Tensor y = x;  // the convolution's fresh output: rectified in place
+    return relu ? y.relu_() : y;
+  }
   if (auto* frozen = dynamic_cast<FrozenBatchNorm2dImpl*>(norm.ptr().get())) {
     auto [scale, shift] = frozen->scale_and_shift();
-    return relu_if_asked(ops::blocked_channel_affine(x, scale, shift));
+    return ops::blocked_channel_affine(x, scale, shift, relu);
   }
   auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(norm.ptr().get());
   if (bn == nullptr)
@@ -50,7 +52,7 @@ at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x,
     if (o.affine()) scale = scale * bn->weight;
     at::Tensor shift = -bn->running_mean * scale;
     if (o.affine()) shift = shift + bn->bias;
-    return relu_if_asked(ops::blocked_channel_affine(x, scale, shift));
+    return ops::blocked_channel_affine(x, scale, shift, relu);
   }
   // torch::nn::BatchNorm2d's training step: count the batch, momentum or a cumulative average.
   double momentum = 0.0;

@@ -57,9 +57,11 @@ at::Tensor blocked_upsample_nearest2x(const at::Tensor& x);
 /// twice, oneDNN picks which, and libtorch may pick the other.
 at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
 
-/// x * scale + shift per channel (scale, shift: (C)) on a blocked map: an inference-mode
-/// BatchNorm, as FrozenBatchNorm2d's affine form.
+/// x * scale + shift per channel (scale, shift: (C) float32) on a blocked map, then at::relu if
+/// `relu`: an inference-mode BatchNorm, as FrozenBatchNorm2d's affine form. One pass forward and
+/// one backward, with libtorch's roundings (bit-identical to x * scale + shift and at::relu);
+/// differentiable in x, and in scale and shift where they require grad (through libtorch's ops).
 at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
-                                  const at::Tensor& shift);
+                                  const at::Tensor& shift, bool relu = false);
 
 }  // namespace detkit::ops

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "detkit/ops/blocked_maps.h"
@@ -268,12 +269,40 @@ TEST(BlockedMaps, UpsamplingIsUpsampleNearest2dExactlyBothWays) {
   EXPECT_TRUE(at::allclose(x2.grad(), x1.grad(), 1e-6, 1e-6));
 }
 
-TEST(BlockedMaps, ChannelAffineIsPerChannel) {
+TEST(BlockedMaps, ChannelAffineIsLibtorchsMulAddAndReluBitForBitBothWays) {
   SKIP_WITHOUT_KERNELS();
   torch::manual_seed(3);
-  at::Tensor x = at::randn({2, 32, 3, 4}), scale = at::randn({32}), shift = at::randn({32});
-  at::Tensor ref = x * scale.reshape({1, -1, 1, 1}) + shift.reshape({1, -1, 1, 1});
-  EXPECT_TRUE(at::equal(from_blocked(blocked_channel_affine(to_blocked(x), scale, shift)), ref));
+  // 33 x 35 pixels: more than one task's worth, and not a multiple of the vector width
+  const at::Tensor x = at::randn({2, 32, 33, 35}), scale = at::randn({32}), shift = at::randn({32});
+  const std::vector<int64_t> per_channel = {1, 32, 1, 1};
+  for (const bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "with ReLU" : "affine alone");
+    at::Tensor x1 = x.clone().requires_grad_(true), x2 = x.clone().requires_grad_(true);
+    at::Tensor ref = x1 * scale.reshape(per_channel) + shift.reshape(per_channel);
+    if (relu) ref = at::relu(ref);
+    const at::Tensor out = from_blocked(blocked_channel_affine(to_blocked(x2), scale, shift, relu));
+    EXPECT_TRUE(at::equal(out, ref));
+    const at::Tensor g = at::randn(ref.sizes());
+    ref.backward(g);
+    out.backward(g);
+    EXPECT_TRUE(at::equal(x2.grad(), x1.grad()));
+  }
+  // NaN stays NaN through the ReLU, as at::relu leaves it
+  const at::Tensor nan = at::full({1, 16, 1, 1}, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(
+      from_blocked(blocked_channel_affine(to_blocked(nan), at::ones({16}), at::zeros({16}), true))
+          .isnan()
+          .all()
+          .item<bool>());
+  // A trainable scale and shift (an eval-mode BatchNorm's) get their gradients too.
+  at::Tensor s1 = scale.clone().requires_grad_(true), t1 = shift.clone().requires_grad_(true);
+  at::Tensor s2 = scale.clone().requires_grad_(true), t2 = shift.clone().requires_grad_(true);
+  at::relu(x * s1.reshape(per_channel) + t1.reshape(per_channel)).sum().backward();
+  from_blocked(blocked_channel_affine(to_blocked(x), s2, t2, true)).sum().backward();
+  EXPECT_TRUE(at::allclose(s2.grad(), s1.grad(), 1e-5, 1e-4));
+  EXPECT_TRUE(at::allclose(t2.grad(), t1.grad(), 1e-5, 1e-4));
+  EXPECT_THROW(blocked_channel_affine(to_blocked(x), at::ones({16}), at::zeros({32}), true),
+               c10::Error);  // a scale for 16 channels of 32
 }
 
 }  // namespace

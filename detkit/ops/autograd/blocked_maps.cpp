@@ -6,6 +6,7 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
+#include "detkit/ops/cpu/blocked_affine_kernel.h"
 #include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
 #include "detkit/ops/cpu/blocked_conv2d_kernel.h"
 #include "detkit/ops/cpu/blocked_max_pool2d_kernel.h"
@@ -149,6 +150,26 @@ class BlockedMaxPool2dFunction : public torch::autograd::Function<BlockedMaxPool
   }
 };
 
+// Differentiable in x only: scale and shift are constants here (FrozenBN's buffers).
+class BlockedAffineFunction : public torch::autograd::Function<BlockedAffineFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& scale,
+                            const at::Tensor& shift, bool relu) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::Tensor y = cpu::blocked_affine_forward(x, scale, shift, relu);
+    ctx->saved_data["relu"] = relu;
+    ctx->saved_data["scale"] = scale;
+    if (relu) ctx->save_for_backward({y});  // where the ReLU let the gradient through
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad) {
+    const bool relu = ctx->saved_data["relu"].toBool();
+    const at::Tensor y = relu ? ctx->get_saved_variables()[0] : at::Tensor();
+    return {cpu::blocked_affine_backward(grad[0], y, ctx->saved_data["scale"].toTensor(), relu),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 void check_blocked(const at::Tensor& x, const char* op) {
   TORCH_CHECK(is_blocked(x), "detkit ", op, ": needs a blocked map (float32 (N, C/16, H, W, 16), ",
               "contiguous; ops::to_blocked makes one), got ", x.sizes(), " ", x.scalar_type());
@@ -240,10 +261,14 @@ at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t strid
 }
 
 at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
-                                  const at::Tensor& shift) {
+                                  const at::Tensor& shift, bool relu) {
   check_blocked(x, "blocked_channel_affine");
-  const std::vector<int64_t> per_channel = {1, x.size(1), 1, 1, 16};
-  return x * scale.reshape(per_channel) + shift.reshape(per_channel);
+  if (scale.requires_grad() || shift.requires_grad()) {  // an eval-mode BN's trainable affine
+    const std::vector<int64_t> per_channel = {1, x.size(1), 1, 1, 16};
+    at::Tensor y = x * scale.reshape(per_channel) + shift.reshape(per_channel);
+    return relu ? at::relu_(y) : y;
+  }
+  return BlockedAffineFunction::apply(x, scale, shift, relu);
 }
 
 }  // namespace detkit::ops
