@@ -3,9 +3,10 @@
 // (N, C / 16, H, W, 16) tensor, sixteen channels innermost. It is the layout oneDNN's AVX-512
 // convolution kernels compute in; libtorch's NCHW convolutions reorder every map into it and
 // back (inputs, outputs and their gradients: 11 % of a Mask R-CNN R50-FPN training step,
-// docs/BENCHMARKS.md). A ResNet keeps its maps blocked from the stem to each stage's output:
-// convolutions and BatchNorm below run on oneDNN's kernels in this layout, and element-wise ops
-// (ReLU, the residual sum) run as libtorch's on the 5-D tensors, whatever their layout.
+// docs/BENCHMARKS.md). A ResNet keeps its maps blocked from its stem's convolution (which reads
+// the NCHW images) to each stage's output, and an FPN on it to each level's: convolutions,
+// BatchNorm and max pooling below run on oneDNN's kernels in this layout, FrozenBN's affine form
+// on detkit's, and element-wise ops (ReLU, the residual sum) as libtorch's on the 5-D tensors.
 // All functions are differentiable (no double backward).
 #include <ATen/core/Tensor.h>
 
@@ -54,7 +55,8 @@ at::Tensor blocked_upsample_nearest2x(const at::Tensor& x);
 
 /// at::max_pool2d(x, kernel, stride, padding) of a blocked map (square window, no dilation, floor
 /// mode). Backward sends each window's gradient to its maximum; where a window holds the maximum
-/// twice, oneDNN picks which, and libtorch may pick the other.
+/// twice, oneDNN picks which, and libtorch may pick the other. A map holding a NaN runs
+/// at::max_pool2d, which returns it as its window's maximum (oneDNN's kernel would skip it).
 at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
 
 /// x * scale + shift per channel (scale, shift: (C) float32) on a blocked map, then at::relu if

@@ -175,6 +175,15 @@ TEST(BlockedMaps, TrainingBatchNormAgreesWithLibtorchAndUpdatesRunningStatistics
     }
     EXPECT_FALSE(at::allclose(m2, mean0));  // the statistics moved
   }
+  // A NaN makes its channel NaN through the ReLU too, as libtorch's does (oneDNN's fused ReLU
+  // alone would give 0 there, and training would go on past a diverged step).
+  at::Tensor with_nan = x.clone();
+  with_nan[1][5][2][3] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor ref = at::relu(at::batch_norm(with_nan, w, b, {}, {}, true, 0.1, 1e-5, false));
+  const at::Tensor out =
+      from_blocked(blocked_batch_norm(to_blocked(with_nan), w, b, {}, {}, 0.1, 1e-5, true));
+  EXPECT_TRUE(at::equal(out.isnan(), ref.isnan()));
+  EXPECT_GT(out.isnan().sum().item<int64_t>(), 0);
 }
 
 TEST(BlockedMaps, AFirstConvolutionFromPlainImagesAgreesWithConv2d) {
@@ -249,6 +258,19 @@ TEST(BlockedMaps, MaxPoolingIsMaxPool2dBothWays) {
               << "/" << k.padding << ": grad input max diff / max |value| " << e_x << std::endl;
     EXPECT_LT(e_x, 1e-6);
   }
+  // A NaN is its window's maximum, as in libtorch's max_pool2d (oneDNN's kernel skips it), and
+  // the gradient still flows where libtorch sends it.
+  at::Tensor with_nan = at::randn({1, 16, 6, 6});
+  with_nan[0][3][2][2] = std::numeric_limits<float>::quiet_NaN();
+  at::Tensor n1 = with_nan.clone().requires_grad_(true), n2 = with_nan.clone().requires_grad_(true);
+  const at::Tensor expected = at::max_pool2d(n1, 3, 2, 1);
+  const at::Tensor pooled = from_blocked(blocked_max_pool2d(to_blocked(n2), 3, 2, 1));
+  EXPECT_TRUE(at::equal(pooled.isnan(), expected.isnan()));
+  EXPECT_TRUE(pooled.isnan().any().item<bool>());
+  EXPECT_TRUE(at::equal(pooled.nan_to_num(0), expected.nan_to_num(0)));
+  expected.sum().backward();
+  pooled.sum().backward();
+  EXPECT_TRUE(at::equal(n2.grad(), n1.grad()));
   const at::Tensor map = to_blocked(at::zeros({1, 16, 4, 4}));
   EXPECT_THROW(blocked_max_pool2d(map, 3, 2, 2), c10::Error);  // padding over half the window
   EXPECT_THROW(blocked_max_pool2d(map, 7, 1, 0), c10::Error);  // window larger than the map

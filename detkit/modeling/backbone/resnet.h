@@ -34,8 +34,8 @@ class ResNet : public Backbone {
   FeatureMap forward(const at::Tensor& images) override;
   layers::ShapeSpecs output_shape() const override;
 
-  /// Whether training keeps the maps blocked (ops/blocked_maps.h) from the stem's output to each
-  /// stage's: oneDNN's AVX-512 kernels for every convolution and BatchNorm, with no reorder
+  /// Whether training keeps the maps blocked (ops/blocked_maps.h) from the stem's convolution to
+  /// each stage's: oneDNN's AVX-512 kernels for every convolution and BatchNorm, with no reorder
   /// around each (the NCHW path reorders every map in and out of every convolution, forward and
   /// backward). Needs BN or FrozenBN (or no norm), one group, channels in multiples of 16,
   /// float32 and the kernels (AVX-512), and CONV_ALGORITHM auto.

@@ -6,6 +6,8 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
+#include <cmath>
+
 #include "detkit/ops/cpu/blocked_affine_kernel.h"
 #include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
 #include "detkit/ops/cpu/blocked_conv2d_kernel.h"
@@ -233,9 +235,16 @@ at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, con
                               double momentum, double eps, bool relu) {
   check_blocked(x, "blocked_batch_norm");
   const int64_t channels = x.size(1) * 16;
-  auto outputs = BlockedBatchNormFunction::apply(
-      x, weight.defined() ? weight : at::ones({channels}, x.options()),
-      bias.defined() ? bias : at::zeros({channels}, x.options()), eps, relu);
+  const at::Tensor w = weight.defined() ? weight : at::ones({channels}, x.options());
+  const at::Tensor b = bias.defined() ? bias : at::zeros({channels}, x.options());
+  auto outputs = BlockedBatchNormFunction::apply(x, w, b, eps, relu);
+  // oneDNN's fused ReLU turns NaN into 0, libtorch's keeps it. A NaN or an infinity in the map
+  // (a diverged step) makes its channel's statistics non-finite: then the ReLU runs apart, so the
+  // NaN reaches the loss, which stops training, as it would in libtorch.
+  if (relu && !at::isfinite(at::cat({outputs[1], outputs[2]})).all().item<bool>()) {
+    outputs = BlockedBatchNormFunction::apply(x, w, b, eps, false);
+    outputs[0] = at::relu(outputs[0]);
+  }
   if (running_mean.defined() && running_var.defined()) {
     at::NoGradGuard no_grad;
     const int64_t n = x.numel() / channels;
@@ -257,6 +266,12 @@ at::Tensor blocked_upsample_nearest2x(const at::Tensor& x) {
 at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t stride,
                               int64_t padding) {
   check_blocked(x, "blocked_max_pool2d");
+  // oneDNN's max pooling skips NaN, libtorch's returns it: a map holding one (a diverged step)
+  // takes libtorch's path, so the NaN reaches the loss as it would there. at::max reads the map
+  // once, and is NaN exactly when a value is.
+  if (std::isnan(x.max().item<float>())) {
+    return to_blocked(at::max_pool2d(from_blocked(x), kernel, stride, padding));
+  }
   return BlockedMaxPool2dFunction::apply(x, kernel, stride, padding);
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -173,6 +174,20 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
       expect_gradients_agree(grads, norm == "BN");
       EXPECT_LT(worst_buffer, 1e-4);
     }
+  }
+}
+
+// A diverged step (here a NaN pixel) must reach the loss on blocked maps as on NCHW ones, so that
+// training stops there: oneDNN's fused BatchNorm+ReLU and its max pooling would each drop a NaN.
+TEST(ResNetLayout, ANanReachesEveryBlockedMapAsItReachesNchwOnes) {
+  if (!ops::blocked_maps_available())
+    GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
+  at::Tensor images = torch::randn({2, 3, 64, 96});
+  images[1][0][10][20] = std::numeric_limits<float>::quiet_NaN();
+  for (const std::string norm : {"BN", "FrozenBN"}) {
+    ResNet net = resnet18(norm);  // in training mode: blocked under auto
+    for (const auto& [name, map] : run(net, images, layers::ConvAlgorithm::kAuto))
+      EXPECT_TRUE(map.isnan().any().item<bool>()) << norm << " " << name;
   }
 }
 
