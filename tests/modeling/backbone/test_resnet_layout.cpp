@@ -1,8 +1,9 @@
 // ResNet's maps under CONV_ALGORITHM auto: channels-last in eval mode with a BatchNorm-family norm
-// (oneDNN reads and writes them without reordering); blocked (ops/blocked_maps.h) inside the
-// stages in training with BN or FrozenBN, NCHW at their outputs, and on through an FPN to its
-// levels' outputs; NCHW for GroupNorm and under `direct`. The values, gradients and running
-// statistics are the NCHW network's up to float32 rounding.
+// (oneDNN reads and writes them without reordering); blocked (ops/blocked_maps.h) from the stem's
+// convolution through the stages in training with BN or FrozenBN, NCHW at their outputs, and on
+// through an FPN to its levels' outputs (channels-last); NCHW for GroupNorm and under `direct`.
+// The values, gradients and running statistics are the NCHW network's up to float32 rounding (and
+// the kinks it flips, for BN's gradients); a NaN gets through as on NCHW maps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
