@@ -5,9 +5,10 @@
 
 #include <cstdint>
 
-namespace detkit::ops::cpu {
+#include "detkit/ops/cpu/blocked_layout.h"
+#include "detkit/ops/cpu/clones.h"
 
-#define DETKIT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+namespace detkit::ops::cpu {
 
 namespace {
 
@@ -47,13 +48,6 @@ DETKIT_CLONES void affine_block_backward(const float* __restrict g, const float*
   }
 }
 
-void check_map(const at::Tensor& x, const char* what) {
-  TORCH_CHECK(x.dim() == 5 && x.size(4) == 16 && x.is_contiguous() && x.scalar_type() == at::kFloat,
-              "detkit blocked_channel_affine: ", what,
-              " must be a contiguous float32 (N, C/16, H, W, 16) map, got ", x.sizes(), " ",
-              x.scalar_type());
-}
-
 at::Tensor per_channel(const at::Tensor& v, int64_t channels, const char* what) {
   TORCH_CHECK(v.numel() == channels && v.scalar_type() == at::kFloat,
               "detkit blocked_channel_affine: the ", what, " must hold ", channels,
@@ -80,7 +74,7 @@ void for_blocks(const at::Tensor& x, const Fn& fn) {
 
 at::Tensor blocked_affine_forward(const at::Tensor& x, const at::Tensor& scale,
                                   const at::Tensor& shift, bool relu) {
-  check_map(x, "the input");
+  check_blocked_map(x, "blocked_channel_affine", "the input");
   const int64_t blocks_per_image = x.size(1), pixels = x.size(2) * x.size(3);
   const at::Tensor s = per_channel(scale, blocks_per_image * 16, "scale");
   const at::Tensor t = per_channel(shift, blocks_per_image * 16, "shift");
@@ -99,9 +93,9 @@ at::Tensor blocked_affine_forward(const at::Tensor& x, const at::Tensor& scale,
 at::Tensor blocked_affine_backward(const at::Tensor& grad, const at::Tensor& y,
                                    const at::Tensor& scale, bool relu) {
   const at::Tensor g = grad.contiguous();
-  check_map(g, "the gradient");
+  check_blocked_map(g, "blocked_channel_affine", "the gradient");
   if (relu) {
-    check_map(y, "the output");
+    check_blocked_map(y, "blocked_channel_affine", "the output");
     TORCH_CHECK(y.sizes() == g.sizes(), "detkit blocked_channel_affine: a gradient of ", g.sizes(),
                 " for an output of ", y.sizes());
   }

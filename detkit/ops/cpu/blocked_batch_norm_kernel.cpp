@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "detkit/ops/cpu/blocked_layout.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 
 namespace detkit::ops::cpu {
@@ -32,10 +33,7 @@ struct ShapeKey {
 };
 
 ShapeKey key_of(const at::Tensor& x, const at::Tensor& weight, double eps, bool relu) {
-  TORCH_CHECK(x.dim() == 5 && x.size(4) == 16 && x.is_contiguous() && x.scalar_type() == at::kFloat,
-              "detkit blocked_batch_norm: the input must be a contiguous float32 "
-              "(N, C/16, H, W, 16) map, got ",
-              x.sizes(), " ", x.scalar_type());
+  check_blocked_map(x, "blocked_batch_norm", "the input");
   TORCH_CHECK(
       weight.dim() == 1 && weight.size(0) == x.size(1) * 16 && weight.scalar_type() == at::kFloat,
       "detkit blocked_batch_norm: weight of ", weight.sizes(), " ", weight.scalar_type(), " for ",
@@ -53,9 +51,7 @@ struct BlockedBatchNorm {
 
   // Scale, shift and their gradients: one value per channel (the primitive's "weights").
   memory::desc channels() const { return memory::desc({key.c}, memory::data_type::f32, tag::x); }
-  memory::desc data() const {
-    return memory::desc({key.n, key.c, key.h, key.w}, memory::data_type::f32, tag::nChw16c);
-  }
+  memory::desc data() const { return blocked_desc({key.n, key.c, key.h, key.w}); }
 };
 
 std::unique_ptr<BlockedBatchNorm> make_norm(const ShapeKey& k) {

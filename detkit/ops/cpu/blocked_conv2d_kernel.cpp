@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "detkit/ops/cpu/blocked_layout.h"
 #include "detkit/ops/cpu/conv_primitives.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 
@@ -57,7 +58,7 @@ struct BlockedConv {
   memory::desc src() const {
     return memory::desc({key.n, key.c, key.h, key.w}, memory::data_type::f32, key.layouts().input);
   }
-  memory::desc dst() const { return blocked({key.n, key.o, out_h(), out_w()}); }
+  memory::desc dst() const { return blocked_desc({key.n, key.o, out_h(), out_w()}); }
   memory::desc weights() const { return any_layout({key.o, key.c, key.kernel, key.kernel}); }
   memory::desc bias() const { return key.bias ? any_layout({key.o}) : memory::desc(); }
   dnnl::algorithm algorithm() const {
@@ -66,15 +67,10 @@ struct BlockedConv {
   memory::dims strides() const { return {key.stride, key.stride}; }
   memory::dims dilates() const { return {key.dilation - 1, key.dilation - 1}; }  // oneDNN: 0 = none
   memory::dims padding_l() const { return {key.padding, key.padding}; }
-  // The right / bottom padding that makes oneDNN's output size libtorch's (less than the left
-  // where the stride skips the last input rows).
   memory::dims padding_r() const {
     const int64_t extent = key.dilation * (key.kernel - 1) + 1;
-    return {(out_h() - 1) * key.stride + extent - key.h - key.padding,
-            (out_w() - 1) * key.stride + extent - key.w - key.padding};
-  }
-  static memory::desc blocked(const memory::dims& dims) {
-    return memory::desc(dims, memory::data_type::f32, tag::nChw16c);
+    return {far_padding(key.h, out_h(), extent, key.stride, key.padding),
+            far_padding(key.w, out_w(), extent, key.stride, key.padding)};
   }
 };
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 
+#include "detkit/ops/cpu/blocked_layout.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 
 namespace detkit::ops::cpu {
@@ -47,20 +48,15 @@ struct BlockedMaxPool {
 
   int64_t out_h() const { return key.window.out_size(key.h); }
   int64_t out_w() const { return key.window.out_size(key.w); }
-  memory::desc src() const { return blocked({key.n, key.c, key.h, key.w}); }
-  memory::desc dst() const { return blocked({key.n, key.c, out_h(), out_w()}); }
+  memory::desc src() const { return blocked_desc({key.n, key.c, key.h, key.w}); }
+  memory::desc dst() const { return blocked_desc({key.n, key.c, out_h(), out_w()}); }
   memory::dims strides() const { return {key.window.stride, key.window.stride}; }
   memory::dims kernel() const { return {key.window.kernel, key.window.kernel}; }
   memory::dims padding_l() const { return {key.window.padding, key.window.padding}; }
-  // The right / bottom padding that gives libtorch's output size (the last windows may not
-  // reach the far padding).
   memory::dims padding_r() const {
     const PoolWindow& p = key.window;
-    return {(out_h() - 1) * p.stride + p.kernel - key.h - p.padding,
-            (out_w() - 1) * p.stride + p.kernel - key.w - p.padding};
-  }
-  static memory::desc blocked(const memory::dims& dims) {
-    return memory::desc(dims, memory::data_type::f32, tag::nChw16c);
+    return {far_padding(key.h, out_h(), p.kernel, p.stride, p.padding),
+            far_padding(key.w, out_w(), p.kernel, p.stride, p.padding)};
   }
 };
 
@@ -91,18 +87,11 @@ std::shared_ptr<BlockedMaxPool> pool_for(const ShapeKey& k, bool backward) {
   return pool;
 }
 
-void check_blocked(const at::Tensor& x, const char* what) {
-  TORCH_CHECK(x.dim() == 5 && x.size(4) == 16 && x.is_contiguous() && x.scalar_type() == at::kFloat,
-              "detkit blocked_max_pool2d: ", what,
-              " must be a contiguous float32 (N, C/16, H, W, 16) map, got ", x.sizes(), " ",
-              x.scalar_type());
-}
-
 }  // namespace
 
 at::Tensor blocked_max_pool2d_forward(const at::Tensor& x, const PoolWindow& window,
                                       at::Tensor& workspace) {
-  check_blocked(x, "the input");
+  check_blocked_map(x, "blocked_max_pool2d", "the input");
   const auto pool =
       pool_for(key_of({x.size(0), x.size(1) * 16, x.size(2), x.size(3)}, window), false);
   const auto& pd = pool->forward_pd;
@@ -121,7 +110,7 @@ at::Tensor blocked_max_pool2d_backward(const at::Tensor& grad_output, at::IntArr
   const auto pool = pool_for(key_of(sizes, window), true);
   const auto& pd = *pool->backward_pd;
   const at::Tensor grad = grad_output.contiguous();
-  check_blocked(grad, "the gradient");
+  check_blocked_map(grad, "blocked_max_pool2d", "the gradient");
   TORCH_CHECK(grad.size(2) == pool->out_h() && grad.size(3) == pool->out_w() &&
                   workspace.numel() == int64_t(pd.workspace_desc().get_size()),
               "detkit blocked_max_pool2d: a gradient of ", grad.sizes(), " for an output of ",

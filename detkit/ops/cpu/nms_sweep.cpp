@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-namespace detkit::ops::cpu {
+#include "detkit/ops/cpu/clones.h"
 
-#define DETKIT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+namespace detkit::ops::cpu {
 
 namespace {
 
