@@ -2,8 +2,10 @@
 // Detectron2's demo.py without a window, on DefaultPredictor: each image is resized as the test
 // mapper does and run through the model, and its detections scoring >= C are drawn (boxes, class
 // names, scores, translucent masks, keypoints) into DIR/<stem>.png and listed in DIR/<stem>.json.
-// Keypoints are listed as COCO results files have them: "keypoints": [x, y, score] per keypoint,
-// x and y pixel indices (the model's continuous coordinates - 0.5, as Detectron2 writes them).
+// Boxes are XYWH and keypoints are listed as COCO results files have them: "keypoints": [x, y,
+// score] per keypoint, x and y pixel indices (the model's continuous coordinates - 0.5, as
+// Detectron2 writes them); coordinates are rounded to 1e-4 px. A mask model's detections carry
+// their mask as COCO's compressed RLE ("segmentation": {"size": [h, w], "counts": ...}).
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +23,7 @@
 #include "detkit/data/image/image_io.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/predictor.h"
+#include "detkit/structures/mask_ops.h"
 #include "detkit/utils/error.h"
 #include "detkit/visualization/visualizer.h"
 #include "tools/commands.h"
@@ -74,9 +77,11 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
   at::Tensor boxes = kept.boxes("pred_boxes").tensor().to(at::kDouble).contiguous();
   at::Tensor scores = kept.tensor("scores").to(at::kDouble).contiguous();
   at::Tensor labels = kept.tensor("pred_classes").to(at::kLong).contiguous();
-  at::Tensor keypoints;
+  at::Tensor keypoints, masks;
   if (kept.has("pred_keypoints"))
     keypoints = kept.tensor("pred_keypoints").to(at::kFloat).contiguous();
+  if (kept.has("pred_masks")) masks = kept.tensor("pred_masks").to(at::kByte).contiguous();
+  constexpr double kStep = 1e-4;  // px
   nlohmann::json out = nlohmann::json::array();
   for (int64_t i = 0; i < kept.size(); ++i) {
     const int64_t c = labels[i].item<int64_t>();
@@ -89,18 +94,24 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
       d["category_id"] = classes.category_ids[c];
     }
     d["score"] = scores[i].item<double>();
-    d["bbox"] = {round_to(x0, 0.01), round_to(y0, 0.01), round_to(b[2].item<double>() - x0, 0.01),
-                 round_to(b[3].item<double>() - y0, 0.01)};
+    d["bbox"] = {round_to(x0, kStep), round_to(y0, kStep),
+                 round_to(b[2].item<double>() - x0, kStep),
+                 round_to(b[3].item<double>() - y0, kStep)};
     if (keypoints.defined()) {
       const at::Tensor row = keypoints[i];
       const auto k = row.accessor<float, 2>();
       nlohmann::json values = nlohmann::json::array();
       for (int64_t j = 0; j < k.size(0); ++j) {
-        values.push_back(round_to(k[j][0] - 0.5f, 0.01));
-        values.push_back(round_to(k[j][1] - 0.5f, 0.01));
+        values.push_back(round_to(k[j][0] - 0.5f, kStep));
+        values.push_back(round_to(k[j][1] - 0.5f, kStep));
         values.push_back(k[j][2]);
       }
       d["keypoints"] = std::move(values);
+    }
+    if (masks.defined()) {
+      const int64_t h = masks.size(1), w = masks.size(2);
+      const auto rle = mask_ops::encode(masks[i].data_ptr<uint8_t>(), h, w);
+      d["segmentation"] = {{"size", {h, w}}, {"counts", mask_ops::to_string(rle)}};
     }
     out.push_back(std::move(d));
   }
