@@ -11,6 +11,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   python3-torchvision python3-protobuf python3-crc32c  # oracles: torchvision; a TensorBoard reader
+  pybind11-dev python3-dev python3-numpy python3-pil  # the `detkit` Python package and its tests
   clang-14 libclang-rt-14-dev  # the libFuzzer builds of fuzz/ (ASan + UBSan)
 )
 missing=()

@@ -191,6 +191,7 @@ class LiteralParser {
       ++pos_;
       return CfgValue::list(std::move(items));
     }
+    bool comma = false;
     while (true) {
       auto item = value();
       if (!item) return std::nullopt;
@@ -199,6 +200,7 @@ class LiteralParser {
       if (pos_ >= s_.size()) return std::nullopt;
       if (s_[pos_] == ',') {
         ++pos_;
+        comma = true;
         skip_space();
         if (pos_ < s_.size() && s_[pos_] == close) {  // trailing comma: (800,)
           ++pos_;
@@ -210,6 +212,8 @@ class LiteralParser {
       ++pos_;
       break;
     }
+    // Python's (800) is 800 in parentheses, not a tuple: only a comma makes one.
+    if (close == ')' && !comma) return std::move(items.front());
     return CfgValue::list(std::move(items));
   }
 

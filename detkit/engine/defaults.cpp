@@ -165,6 +165,10 @@ void DefaultTrainer::resume_or_load(bool resume) {
         loaded.path, state.at("world_size").toInt(), world, world, start_iter_);
 }
 
+void DefaultTrainer::register_hooks(const std::vector<std::shared_ptr<HookBase>>& hooks) {
+  user_hooks_.insert(user_hooks_.end(), hooks.begin(), hooks.end());
+}
+
 void DefaultTrainer::train() {
   const int64_t max_iter = cfg_.get_int("SOLVER.MAX_ITER");
   // The batch stream depends only on the seed: a resumed run starts it where it stopped,
@@ -174,8 +178,7 @@ void DefaultTrainer::train() {
                                                std::min(start_iter_, max_iter));
   broadcast_weights_from_main(*model_);  // every rank starts from rank 0's weights
   trainer_ = build_trainer(
-      amp_, scaler_.get(), model_, *optimizer_,
-      [this] { return loader_->next_batch(); }, seed_);
+      amp_, scaler_.get(), model_, *optimizer_, [this] { return loader_->next_batch(); }, seed_);
   trainer_->set_pad_to_global_batch(loader_->options().world_size_invariant);
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
@@ -187,11 +190,10 @@ void DefaultTrainer::train() {
     trainer_->register_hook(std::make_shared<ValidationLossHook>(cfg_, period));
   if (!cfg_.get_string_list("DATASETS.TEST").empty())
     trainer_->register_hook(
-        std::make_shared<EvalHook>(cfg_.get_int("TEST.EVAL_PERIOD"),
-                                   [this](Trainer& t) {
-                                     results_ = test(cfg_, t.model());
-                                     put_evaluation_results(t.storage(), results_);
-                                   }));
+        std::make_shared<EvalHook>(cfg_.get_int("TEST.EVAL_PERIOD"), [this](Trainer& t) {
+          results_ = test(cfg_, t.model());
+          put_evaluation_results(t.storage(), results_);
+        }));
   if (distributed::is_main_process()) {  // the job's metrics and console lines come from rank 0
     if (const int64_t period = cfg_.get_int("VIS_PERIOD"); period > 0)
       trainer_->register_hook(
@@ -200,6 +202,7 @@ void DefaultTrainer::train() {
         std::make_shared<PeriodicWriter>(cfg_.get_string("OUTPUT_DIR") + "/metrics.json"));
     trainer_->register_hook(std::make_shared<TensorboardWriter>(cfg_.get_string("OUTPUT_DIR")));
   }
+  for (const auto& hook : user_hooks_) trainer_->register_hook(hook);
   // Last, so that it sees a signal that came during any other hook (an evaluation).
   auto preemption = std::make_shared<PreemptionHook>(*checkpointer_, *scheduler_);
   trainer_->register_hook(preemption);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "detkit/checkpoint/checkpointer.h"
 #include "detkit/checkpoint/periodic_checkpointer.h"
@@ -50,7 +51,12 @@ class DefaultTrainer {
   /// --resume: continue from OUTPUT_DIR/last_checkpoint when there is one; otherwise load
   /// MODEL.WEIGHTS (when set) and start at iteration 0.
   void resume_or_load(bool resume);
+  /// Hooks of the caller's (Detectron2's register_hooks): they run after detkit's own hooks,
+  /// the metrics writers included, and before the preemption hook, in the order given.
+  void register_hooks(const std::vector<std::shared_ptr<HookBase>>& hooks);
   void train();
+  /// The loop train() runs (iter(), storage(), ...); nullptr before train().
+  Trainer* trainer() { return trainer_.get(); }
   const std::shared_ptr<modeling::MetaArch>& model() const { return model_; }
   /// The config it trains with: the one given, scaled to the job by auto_scale_workers.
   const config::CfgNode& config() const { return cfg_; }
@@ -64,13 +70,14 @@ class DefaultTrainer {
   uint64_t seed_;
   std::shared_ptr<modeling::MetaArch> model_;
   std::unique_ptr<solver::SGD> optimizer_;
-  solver::AmpOptions amp_;                     // SOLVER.AMP.*
+  solver::AmpOptions amp_;                      // SOLVER.AMP.*
   std::unique_ptr<solver::GradScaler> scaler_;  // when amp_.enabled
   std::unique_ptr<solver::LRMultiplier> scheduler_;
   std::unique_ptr<data::TrainLoader> loader_;
   std::unique_ptr<checkpoint::Checkpointer> checkpointer_;
   std::unique_ptr<checkpoint::PeriodicCheckpointer> periodic_;
   std::unique_ptr<Trainer> trainer_;
+  std::vector<std::shared_ptr<HookBase>> user_hooks_;
   int64_t start_iter_ = 0;
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> results_;
 };

@@ -14,6 +14,10 @@ TEST(CfgValue, ParseLiteralReadsPythonLiterals) {
   EXPECT_EQ(parse_literal("coco_2017_val"), CfgValue("coco_2017_val"));
   EXPECT_EQ(parse_literal("(640, 672, 704)").as_int_list(), (std::vector<int64_t>{640, 672, 704}));
   EXPECT_EQ(parse_literal("(800,)").as_int_list(), (std::vector<int64_t>{800}));
+  // Parentheses without a comma make no tuple in Python: (800) is 800, [800] a list.
+  EXPECT_EQ(parse_literal("(800)"), CfgValue(800));
+  EXPECT_EQ(parse_literal("((1, 2))").as_int_list(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(parse_literal("[800]").as_int_list(), (std::vector<int64_t>{800}));
   EXPECT_EQ(parse_literal("('a', \"b\")").as_string_list(), (std::vector<std::string>{"a", "b"}));
   auto nested = parse_literal("[[32], [64, 128]]").as_int_list_list();
   ASSERT_EQ(nested.size(), 2u);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """compare_infer_with_detectron2.py DETKIT FIXTURE_DIR OUT_DIR [--images A.jpg B.jpg ... | --all]
-       [--perturb SEED] [KEY VALUE ...]
+       [--perturb SEED] [-- KEY VALUE ...]
 
 `detkit infer` against Detectron2's DefaultPredictor on the same JPEGs, each image alone, with a
 fixture's config (and KEY VALUE overrides, given to both) and its weights, or with other weights:
@@ -62,8 +62,9 @@ def main():
     parser.add_argument("--images", nargs="+")
     parser.add_argument("--all", action="store_true")
     parser.add_argument("--perturb", type=int)
-    parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+    split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
+    args = parser.parse_args(sys.argv[1:split])
+    args.overrides = sys.argv[split + 1:]
     shared = os.path.dirname(os.path.dirname(os.path.abspath(args.fixture)))
     images = args.images or []
     if args.all:

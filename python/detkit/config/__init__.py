@@ -1,0 +1,5 @@
+"""detkit.config: get_cfg() and CfgNode as Detectron2's (detectron2.config), over detkit's own
+config tree: the same keys, defaults, types and errors as `detkit train` / the YAML files."""
+from .config import CfgNode, get_cfg
+
+__all__ = ["CfgNode", "get_cfg"]

@@ -1,0 +1,116 @@
+"""CfgNode: attribute access (cfg.MODEL.WEIGHTS, cfg.SOLVER.BASE_LR = 0.01) to detkit's C++
+config tree. Every read, write and merge goes to that tree, so a key it does not know, a value of
+another type or a write to a frozen config fail with the CLI's message (detkit.Error; reading an
+unknown key is an AttributeError with that message, as getattr expects)."""
+from .._C import CfgTree, Error
+from .._C import get_cfg as _defaults
+
+
+class CfgNode:
+    """One section of a config tree (the whole tree at the root). Sections are views: a value set
+    through cfg.MODEL is set in cfg."""
+
+    def __init__(self, tree=None, prefix=""):
+        object.__setattr__(self, "_tree", tree if tree is not None else _defaults())
+        object.__setattr__(self, "_prefix", prefix)
+
+    def _key(self, name):
+        return self._prefix + name
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        key = self._key(name)
+        kind = self._tree.kind(key)
+        if kind == "section":
+            return CfgNode(self._tree, key + ".")
+        try:
+            return self._tree.get(key)  # a leaf; an unknown key gets the tree's message
+        except Error as e:
+            raise AttributeError(str(e)) from None
+
+    def __setattr__(self, name, value):
+        if isinstance(value, CfgNode):
+            raise Error(f"config key '{self._key(name)}': sections cannot be replaced; set its keys")
+        self._tree.set(self._key(name), value)
+
+    def __getitem__(self, name):
+        try:
+            return getattr(self, name)
+        except AttributeError as e:
+            raise KeyError(str(e)) from None
+
+    def __setitem__(self, name, value):
+        setattr(self, name, value)
+
+    def __contains__(self, name):
+        return self._tree.kind(self._key(name)) is not None
+
+    def keys(self):
+        """The names directly under this section."""
+        names = []
+        for key in self._tree.leaf_keys():
+            if key.startswith(self._prefix):
+                name = key[len(self._prefix):].split(".")[0]
+                if name not in names:
+                    names.append(name)
+        return names
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def get(self, name, default=None):
+        return getattr(self, name) if name in self else default
+
+    def merge_from_file(self, cfg_filename, allow_unsafe=False):
+        """A Detectron2 YAML file (with its _BASE_ chain) over this config."""
+        self._root_only("merge_from_file")
+        self._tree.merge_from_file(str(cfg_filename))
+
+    def merge_from_list(self, cfg_list):
+        """["KEY", value, ...]: strings are read as Python literals as on the command line
+        ("0.02", "(640, 672)", "True"); other values are set as they are."""
+        self._root_only("merge_from_list")
+        if len(cfg_list) % 2:
+            raise Error(f"merge_from_list needs KEY VALUE pairs, got {len(cfg_list)} items")
+        for key, value in zip(cfg_list[0::2], cfg_list[1::2]):
+            if isinstance(value, str):
+                self._tree.merge_from_list([key, value])
+            else:
+                self._tree.set(key, value)
+
+    def freeze(self):
+        self._tree.freeze()
+
+    def defrost(self):
+        self._tree.defrost()
+
+    def is_frozen(self):
+        return self._tree.is_frozen()
+
+    def clone(self):
+        self._root_only("clone")
+        return CfgNode(self._tree.clone())
+
+    def dump(self, **kwargs):
+        """The YAML text Detectron2's cfg.dump() writes (keys sorted); the whole tree."""
+        return self._tree.dump()
+
+    def __eq__(self, other):
+        return isinstance(other, CfgNode) and self._prefix == other._prefix and \
+            self._tree == other._tree
+
+    def __repr__(self):
+        return f"CfgNode({self._prefix.rstrip('.') or 'root'})"
+
+    def __str__(self):
+        return self.dump()
+
+    def _root_only(self, what):
+        if self._prefix:
+            raise Error(f"{what} works on the whole config, not on section {self._prefix[:-1]}")
+
+
+def get_cfg():
+    """A fresh copy of the defaults (Detectron2's, with detkit's own keys)."""
+    return CfgNode()

@@ -1,0 +1,111 @@
+"""A dataset registered as a Python function is called once, when a trainer first needs it; its
+dicts are checked (each problem named by dataset, record, file and field) and written as a COCO
+instances file that detkit's own catalog then reads, with the same checks as any COCO file."""
+import atexit
+import json
+import os
+import shutil
+import tempfile
+
+from .. import _C
+from .coco_dicts import dicts_to_coco
+
+
+class _Metadata:
+    """Detectron2's Metadata: attributes set once (thing_classes, keypoint_names, ...)."""
+
+    def __init__(self, name):
+        object.__setattr__(self, "name", name)
+
+    def set(self, **kwargs):
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+        return self
+
+    def __setattr__(self, key, value):
+        if hasattr(self, key) and getattr(self, key) != value:
+            raise AssertionError(f"Attribute '{key}' in the metadata of '{self.name}' cannot be "
+                                 f"set to a different value!\n{getattr(self, key)} != {value}")
+        object.__setattr__(self, key, value)
+
+    def get(self, key, default=None):
+        return getattr(self, key, default)
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+class _MetadataCatalog:
+    def __init__(self):
+        self._metadata = {}
+
+    def get(self, name):
+        if name not in self._metadata:
+            self._metadata[name] = _Metadata(name)
+        return self._metadata[name]
+
+    def list(self):
+        return list(self._metadata)
+
+    def remove(self, name):
+        self._metadata.pop(name, None)
+
+
+class _DatasetCatalog:
+    def __init__(self):
+        self._functions = {}
+        self._written = {}  # name -> the COCO file written for it
+        self._folder = None
+
+    def register(self, name, func):
+        if not callable(func):
+            raise _C.Error(f"DatasetCatalog.register('{name}', ...): the dataset must be a function "
+                           "returning a list of dicts")
+        if name in self._functions or name in _C.registered_datasets():
+            raise _C.Error(f"Dataset '{name}' is already registered!")
+        self._functions[name] = func
+
+    def get(self, name):
+        if name not in self._functions:
+            raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
+                           f"{', '.join(sorted(self._functions))}")
+        return self._functions[name]()
+
+    def list(self):
+        return list(self._functions)
+
+    def __contains__(self, name):
+        return name in self._functions
+
+    def materialize(self, name):
+        """Calls the function once and registers its dicts with detkit's catalog as a COCO file."""
+        if name not in self._functions or name in self._written:
+            return
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="detkit_datasets_")
+            atexit.register(shutil.rmtree, self._folder, True)
+        coco, image_root = dicts_to_coco(name, self.get(name), MetadataCatalog.get(name))
+        path = os.path.join(self._folder, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(coco, f)
+        _C.register_coco_instances(name, path, image_root)
+        self._written[name] = path
+
+
+DatasetCatalog = _DatasetCatalog()
+MetadataCatalog = _MetadataCatalog()
+
+
+def register_coco_instances(name, metadata, json_file, image_root):
+    """Detectron2's register_coco_instances: a COCO instances file and its image folder."""
+    if name in DatasetCatalog:
+        raise _C.Error(f"Dataset '{name}' is already registered!")
+    _C.register_coco_instances(name, str(json_file), str(image_root))
+    MetadataCatalog.get(name).set(json_file=str(json_file), image_root=str(image_root),
+                                  evaluator_type="coco", **metadata)
+
+
+def materialize_datasets(cfg):
+    """Registers with detkit's catalog every Python-registered dataset that cfg names."""
+    for name in list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST):
+        DatasetCatalog.materialize(name)

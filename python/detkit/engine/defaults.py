@@ -1,0 +1,78 @@
+import weakref
+
+from .. import _C
+from ..data.catalog import materialize_datasets
+from ..structures import Boxes, Instances
+
+
+class DefaultPredictor:
+    """Detectron2's DefaultPredictor: the config's model with cfg.MODEL.WEIGHTS loaded, in eval
+    mode, with the test-time resize. Call it on one BGR image, a numpy.ndarray (H, W, 3) of uint8
+    as cv2.imread gives; it returns {"instances": Instances} in the image's own pixels. detkit's
+    engine runs with the GIL released. A strided view (image[:, :, ::-1]) is copied first, as
+    Detectron2 accepts it; another dtype or shape is a detkit.Error naming it."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg.clone()
+        self.input_format = cfg.INPUT.FORMAT
+        self._predictor = _C.Predictor(self.cfg._tree)
+
+    def __call__(self, original_image):
+        fields = self._predictor(original_image)
+        instances = Instances(fields.pop("image_size"))
+        for name, value in fields.items():
+            instances.set(name, Boxes(value) if name == "pred_boxes" else value)
+        return {"instances": instances}
+
+
+class DefaultTrainer:
+    """Detectron2's DefaultTrainer: what `detkit train` runs for cfg (model, optimizer, LR
+    schedule, loader, checkpoints every SOLVER.CHECKPOINT_PERIOD, metrics.json, evaluation on
+    DATASETS.TEST at the end). Datasets registered as Python functions are read when it is made.
+    As `detkit train` (and Detectron2's default_setup) it writes OUTPUT_DIR/config.yaml and
+    log.txt and seeds from SEED. train() runs with the GIL released."""
+
+    def __init__(self, cfg):
+        materialize_datasets(cfg)
+        self.cfg = cfg.clone()
+        self.cfg.freeze()
+        self._trainer = _C.Trainer(self.cfg._tree, _C.default_setup(self.cfg._tree))
+
+    def resume_or_load(self, resume=True):
+        """resume: continue from OUTPUT_DIR/last_checkpoint when there is one; else (or with
+        resume=False) load cfg.MODEL.WEIGHTS when set and start at iteration 0."""
+        self._trainer.resume_or_load(resume)
+
+    def register_hooks(self, hooks):
+        """Hooks (HookBase) that run after detkit's own (the metrics writers included), in order.
+        An exception one raises ends train() and reaches its caller."""
+        for hook in hooks:
+            if hook is None:
+                continue
+            hook.trainer = weakref.proxy(self)
+            self._trainer.register_hook(hook)
+
+    @property
+    def iter(self):
+        """The iteration running (during train(): in a hook, the step just run)."""
+        return self._trainer.iter
+
+    @property
+    def storage(self):
+        return _Storage(self._trainer)
+
+    def train(self):
+        """Trains to SOLVER.MAX_ITER. Ctrl-C (SIGINT) or SIGTERM lets the step finish, saves a
+        checkpoint and raises detkit.Preempted, a KeyboardInterrupt naming it (`detkit train`
+        exits 75 there); resume_or_load(resume=True) continues from it."""
+        self._trainer.train()
+
+
+class _Storage:
+    """The trainer's event storage, as far as Detectron2's hooks read it."""
+
+    def __init__(self, trainer):
+        self._trainer = trainer
+
+    def latest(self):
+        return self._trainer.storage_latest()

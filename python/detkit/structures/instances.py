@@ -1,0 +1,75 @@
+class Instances:
+    """Detectron2's Instances: per-instance fields (tensors, Boxes, ...) of one image, all of the
+    same length, read as attributes (instances.pred_boxes, instances.scores)."""
+
+    def __init__(self, image_size, **fields):
+        self._image_size = tuple(image_size)
+        self._fields = {}
+        for name, value in fields.items():
+            self.set(name, value)
+
+    @property
+    def image_size(self):
+        return self._image_size
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            super().__setattr__(name, value)
+        else:
+            self.set(name, value)
+
+    def __getattr__(self, name):
+        if name == "_fields" or name not in self._fields:
+            raise AttributeError(f"Cannot find field '{name}' in the given Instances!")
+        return self._fields[name]
+
+    def set(self, name, value):
+        if self._fields:
+            length = len(self)
+            if len(value) != length:
+                raise ValueError(f"Adding a field '{name}' of length {len(value)} to an "
+                                 f"Instances of length {length}")
+        self._fields[name] = value
+
+    def has(self, name):
+        return name in self._fields
+
+    def remove(self, name):
+        del self._fields[name]
+
+    def get(self, name):
+        return self._fields[name]
+
+    def get_fields(self):
+        return self._fields
+
+    def to(self, *args, **kwargs):
+        out = Instances(self._image_size)
+        for name, value in self._fields.items():
+            out.set(name, value.to(*args, **kwargs) if hasattr(value, "to") else value)
+        return out
+
+    def __getitem__(self, item):
+        if isinstance(item, int):
+            if item >= len(self) or item < -len(self):
+                raise IndexError("Instances index out of range!")
+            item = slice(item, None, len(self)) if item >= 0 else slice(item + len(self), None,
+                                                                         len(self))
+        out = Instances(self._image_size)
+        for name, value in self._fields.items():
+            out.set(name, value[item])
+        return out
+
+    def __len__(self):
+        for value in self._fields.values():
+            return len(value)
+        raise NotImplementedError("Empty Instances does not support __len__!")
+
+    def __iter__(self):
+        raise NotImplementedError("`Instances` object is not iterable!")
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}: {v}" for k, v in self._fields.items())
+        return (f"Instances(num_instances={len(self) if self._fields else 0}, "
+                f"image_height={self._image_size[0]}, image_width={self._image_size[1]}, "
+                f"fields=[{fields}])")

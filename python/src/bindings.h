@@ -1,0 +1,12 @@
+#pragma once
+// One function per part of detkit._C, each in its own file.
+#include <pybind11/pybind11.h>
+
+namespace detkit::python {
+
+void bind_config(pybind11::module_& m);     // config_bindings.cpp: CfgTree, get_cfg
+void bind_model_zoo(pybind11::module_& m);  // model_zoo_bindings.cpp
+void bind_predictor(pybind11::module_& m);  // predictor_bindings.cpp: Predictor
+void bind_trainer(pybind11::module_& m);    // trainer_bindings.cpp: Trainer, the catalog
+
+}  // namespace detkit::python

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""detkit.engine.DefaultPredictor from Python, as a Detectron2 user calls it, on the JPEGs of every
+Detectron2 fixture: Detectron2's DefaultPredictor's detections (tests/oracles/detectron2_predictor,
+matched sets, keypoints, masks) and `detkit infer`'s (the same engine; another BLAS build: the
+same detections to float rounding); then bad input, each a detkit.Error naming what was wrong.
+Usage: test_predictor.py SHARED SOURCE DETKIT"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from PIL import Image
+
+import detkit
+from detkit.config import get_cfg
+from detkit.engine import DefaultPredictor
+
+shared, source, detkit_binary = sys.argv[1:4]
+sys.path.insert(0, f"{source}/tests/tools")
+from check_detectron2_user_path import (BOX_TOL, KEYPOINT_TOL, MASK_PIXELS_OFF,  # noqa: E402
+                                        SCORE_TOL, listed_detections)
+from detection_sets import Detections, match, rle_decode, summary  # noqa: E402
+
+if not os.path.exists(f"{shared}/fixtures/detectron2/weights.pth"):
+    print(f"skipped: the Detectron2 fixtures are absent ({shared}/fixtures)")
+    sys.exit(77)
+
+
+def bgr(path):
+    """What cv2.imread gives: (H, W, 3) uint8, BGR."""
+    return np.ascontiguousarray(np.asarray(Image.open(path).convert("RGB"))[:, :, ::-1])
+
+
+def as_detections(instances):
+    masks = None
+    if instances.has("pred_masks"):
+        masks = [m.t().reshape(-1) for m in instances.pred_masks]  # column-major, as RLEs decode
+    keypoints = instances.pred_keypoints.double().tolist() if instances.has("pred_keypoints") else None
+    return Detections(instances.pred_boxes.tensor.double().tolist(), instances.scores.double().tolist(),
+                      instances.pred_classes.tolist(), masks, keypoints)
+
+
+failures = []
+for fixture in ["detectron2", "detectron2_keypoint", "detectron2_retinanet", "detectron2_cascade"]:
+    directory = f"{shared}/fixtures/{fixture}"
+    oracle = json.load(open(f"{source}/tests/oracles/detectron2_predictor/{fixture}.json"))
+    cfg = get_cfg()
+    cfg.merge_from_file(f"{directory}/config.yaml")
+    cfg.MODEL.WEIGHTS = f"{directory}/weights.pth"
+    predictor = DefaultPredictor(cfg)
+    paths = [f"{shared}/data/coco_tiny/{image['file_name']}" for image in oracle["images"]]
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([detkit_binary, "infer", "--config-file", f"{directory}/config.yaml",
+                        "--weights", cfg.MODEL.WEIGHTS, "--input", *paths, "--output", out,
+                        "--confidence", "0"], check=True, capture_output=True)
+        listed = {p: listed_detections(json.load(open(os.path.join(
+            out, os.path.splitext(os.path.basename(p))[0] + ".json")))) for p in paths}
+    for image, path in zip(oracle["images"], paths):
+        instances = predictor(bgr(path))["instances"]
+        assert instances.image_size == (image["height"], image["width"])
+        ours = as_detections(instances)
+        masks = [rle_decode(m["counts"], *m["size"]) for m in image["pred_masks"]] \
+            if "pred_masks" in image else None
+        reference = Detections(image["pred_boxes"], image["scores"], image["pred_classes"], masks,
+                               image.get("pred_keypoints"))
+        _, vs_d2 = match(ours, reference, BOX_TOL, SCORE_TOL)
+        # The same engine, but not bit for bit: `detkit infer` runs on OpenBLAS's OpenMP build
+        # (it restarts itself with it), Python on the pthreads build python3-torch loads, whose
+        # sums in the heads' Linear layers round differently (scores up to 6e-6 apart).
+        _, vs_infer = match(ours, listed[path], BOX_TOL, SCORE_TOL)
+        stem = os.path.basename(path)
+        print(f"[ python {fixture} ] {stem} vs Detectron2: {summary(len(ours), len(reference), vs_d2)}")
+        print(f"[ python {fixture} ] {stem} vs detkit infer: "
+              f"{summary(len(ours), len(listed[path]), vs_infer)}")
+        if (len(ours) != len(reference) or vs_d2["unexplained"]
+                or vs_d2.get("keypoint_xy", 0) > KEYPOINT_TOL or vs_d2.get("keypoint_tie_jumps", 0)
+                or vs_d2.get("mask_pixels_off", 0) > MASK_PIXELS_OFF):
+            failures.append(f"{fixture} {stem}: not Detectron2's detections")
+        if vs_infer["matched"] != len(listed[path]) or len(ours) != len(listed[path]):
+            failures.append(f"{fixture} {stem}: not detkit infer's detections")
+
+# Bad input: each a detkit.Error (a RuntimeError) naming it; a strided view is accepted.
+image = bgr(f"{shared}/data/coco_tiny/val2017/000000532481.jpg")
+for bad, expected in [(image.astype(np.float32), "must be uint8 (H, W, 3) as cv2.imread gives, "
+                                                 "got float32 of shape (426, 640, 3)"),
+                      (image[:, :, :2], "must have shape (H, W, 3) with H, W > 0, got (426, 640, 2)"),
+                      (image[:0], "got (0, 640, 3)"),
+                      ("image.jpg", "must be a numpy.ndarray (H, W, 3) of uint8 in BGR order, got "
+                                    "Python str")]:
+    try:
+        predictor(bad)
+        failures.append(f"no error for {expected}")
+    except detkit.Error as e:
+        print(f"bad input: {e}")
+        if expected not in str(e):
+            failures.append(f"'{e}' does not say '{expected}'")
+flipped = predictor(image[:, :, ::-1])["instances"]  # Detectron2 takes views; so does detkit
+again = predictor(np.ascontiguousarray(image[:, :, ::-1]))["instances"]
+assert flipped.scores.equal(again.scores), "a strided view gave another answer than its copy"
+cfg = get_cfg()
+cfg.merge_from_file(f"{shared}/fixtures/detectron2/config.yaml")
+try:
+    DefaultPredictor(cfg)
+    failures.append("no error for an empty MODEL.WEIGHTS")
+except detkit.Error as e:
+    print(f"bad config: {e}")
+if failures:
+    sys.exit("; ".join(failures))
+print("DefaultPredictor from Python: all checks passed")
