@@ -8,5 +8,6 @@ void bind_config(pybind11::module_& m);     // config_bindings.cpp: CfgTree, get
 void bind_model_zoo(pybind11::module_& m);  // model_zoo_bindings.cpp
 void bind_predictor(pybind11::module_& m);  // predictor_bindings.cpp: Predictor
 void bind_trainer(pybind11::module_& m);    // trainer_bindings.cpp: Trainer, the catalog
+void bind_visualizer(pybind11::module_& m); // visualizer_bindings.cpp: draw_instance_predictions
 
 }  // namespace detkit::python

@@ -18,6 +18,7 @@ PYBIND11_MODULE(_C, m) {
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);
   detkit::python::bind_trainer(m);
+  detkit::python::bind_visualizer(m);
   m.def("configure_threads", &detkit::configure_threads, pybind11::arg("requested") = 0,
         "libtorch's (and OpenBLAS's) threads as the CLI sets them: `requested` if > 0, else "
         "$DETKIT_NUM_THREADS, else every core; returns the count");

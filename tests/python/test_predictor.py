@@ -2,7 +2,8 @@
 """detkit.engine.DefaultPredictor from Python, as a Detectron2 user calls it, on the JPEGs of every
 Detectron2 fixture: Detectron2's DefaultPredictor's detections (tests/oracles/detectron2_predictor,
 matched sets, keypoints, masks) and `detkit infer`'s (the same engine; another BLAS build: the
-same detections to float rounding); then bad input, each a detkit.Error naming what was wrong.
+same detections to float rounding); then bad input, each a detkit.Error naming what was wrong;
+then the Visualizer against `detkit infer`'s drawing.
 Usage: test_predictor.py SHARED SOURCE DETKIT"""
 import json
 import os
@@ -106,6 +107,33 @@ try:
     failures.append("no error for an empty MODEL.WEIGHTS")
 except detkit.Error as e:
     print(f"bad config: {e}")
+# Visualizer: detkit's drawer, so the drawing of the detections scoring >= 0.5 is `detkit infer
+# --confidence 0.5`'s PNG (RetinaNet's: Python's and the CLI's scores are equal there), pixel for
+# pixel; scale resizes it as Detectron2's does.
+from detkit.utils.visualizer import Visualizer  # noqa: E402
+
+directory = f"{shared}/fixtures/detectron2_retinanet"
+path = f"{shared}/data/coco_tiny/val2017/000000532481.jpg"
+cfg = get_cfg()
+cfg.merge_from_file(f"{directory}/config.yaml")
+cfg.MODEL.WEIGHTS = f"{directory}/weights.pth"
+rgb = np.asarray(Image.open(path).convert("RGB"))
+instances = DefaultPredictor(cfg)(np.ascontiguousarray(rgb[:, :, ::-1]))["instances"]
+kept = instances[instances.scores >= 0.5]
+drawn = Visualizer(rgb, None, scale=1.0).draw_instance_predictions(kept).get_image()
+with tempfile.TemporaryDirectory() as out:
+    subprocess.run([detkit_binary, "infer", "--config-file", f"{directory}/config.yaml", "--weights",
+                    cfg.MODEL.WEIGHTS, "--input", path, "--output", out, "--confidence", "0.5",
+                    "DATASETS.TEST", "()"], check=True, capture_output=True)
+    png = np.asarray(Image.open(f"{out}/000000532481.png").convert("RGB"))
+differing = float((png != drawn).any(axis=2).mean())
+print(f"Visualizer: {len(kept)} detections drawn, {100 * (drawn != rgb).any(axis=2).mean():.1f} % of "
+      f"the pixels changed; pixels differing from detkit infer's PNG: {100 * differing:.3f} %")
+if drawn.shape != rgb.shape or differing > 0:
+    failures.append("Visualizer's drawing is not detkit infer's")
+half = Visualizer(rgb, None, scale=0.5).draw_instance_predictions(kept).get_image()
+if half.shape != (213, 320, 3):
+    failures.append(f"scale=0.5 drew {half.shape}")
 if failures:
     sys.exit("; ".join(failures))
-print("DefaultPredictor from Python: all checks passed")
+print("DefaultPredictor and Visualizer from Python: all checks passed")

@@ -2,7 +2,7 @@
 """Detectron2's tutorial flow from Python, the import renamed: a dataset registered as a Python
 function returning Detectron2's dicts (built here from a shapes COCO file), thing_classes in the
 metadata, a config from the quick demo's file, DefaultTrainer, then DefaultPredictor on the
-trained weights. The same config and seed through `detkit train` on the COCO file itself must give
+trained weights and Visualizer on its output. The same config and seed through `detkit train` on the COCO file itself must give
 the same training: the same losses at every logged iteration and the same AP. Then bad dicts, each
 a detkit.Error naming the record and field.
 Usage: test_trainer.py SHARED SOURCE DETKIT"""
@@ -20,6 +20,7 @@ from detkit.config import get_cfg
 from detkit.data import DatasetCatalog, MetadataCatalog
 from detkit.engine import DefaultPredictor, DefaultTrainer
 from detkit.structures import BoxMode
+from detkit.utils.visualizer import Visualizer
 
 shared, source, detkit_binary = sys.argv[1:4]
 work = os.path.join(os.getcwd(), "python_trainer")
@@ -104,6 +105,9 @@ image = np.ascontiguousarray(np.asarray(Image.open(shapes_dicts("val")[0][0]["fi
                                         .convert("RGB"))[:, :, ::-1])
 instances = DefaultPredictor(cfg)(image)["instances"]
 print(f"predicted {len(instances)} instances on a val image, fields {sorted(instances.get_fields())}")
+drawn = Visualizer(image[:, :, ::-1], MetadataCatalog.get("py_shapes_val"), scale=2.0) \
+    .draw_instance_predictions(instances.to("cpu")).get_image()
+assert drawn.shape == (2 * image.shape[0], 2 * image.shape[1], 3) and drawn.dtype == np.uint8
 
 # Bad dicts: each named.
 good, good_names = shapes_dicts("train")
