@@ -85,27 +85,34 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
   distributed::synchronize();
 }
 
+std::map<std::string, evaluation::CocoEvalReport> evaluate_dataset(const config::CfgNode& cfg,
+                                                                   modeling::MetaArch& model,
+                                                                   const std::string& name,
+                                                                   const std::string& output_dir) {
+  // Each rank infers on a contiguous shard; the evaluator gathers the detections to rank 0.
+  auto loader = data::build_detection_test_loader(cfg, name, distributed::get_rank(),
+                                                  distributed::get_world_size());
+  std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
+  if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
+  if (cfg.get_bool("MODEL.KEYPOINT_ON")) tasks.push_back(evaluation::IouType::Keypoints);
+  const auto& parts = loader->dataset().parts();
+  if (parts.size() != 1) throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
+  evaluation::COCOEvaluator evaluator(parts.front(), tasks, output_dir,
+                                      cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS"));
+  spdlog::info("Evaluating {}", name);
+  const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
+  const AutocastGuard autocast(amp.enabled, amp.precision);
+  return evaluation::inference_on_dataset(model, *loader, evaluator);
+}
+
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(
     const config::CfgNode& cfg, modeling::MetaArch& model) {
   std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> all;
   const auto names = cfg.get_string_list("DATASETS.TEST");
-  const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
   for (const auto& name : names) {
-    // Each rank infers on a contiguous shard; the evaluator gathers the detections to rank 0.
-    auto loader = data::build_detection_test_loader(cfg, name, distributed::get_rank(),
-                                                    distributed::get_world_size());
     std::string out = cfg.get_string("OUTPUT_DIR") + "/inference";
     if (names.size() > 1) out += "/" + name;
-    std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
-    if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
-    if (cfg.get_bool("MODEL.KEYPOINT_ON")) tasks.push_back(evaluation::IouType::Keypoints);
-    const auto& parts = loader->dataset().parts();
-    if (parts.size() != 1) throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
-    evaluation::COCOEvaluator evaluator(parts.front(), tasks, out,
-                                        cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS"));
-    spdlog::info("Evaluating {}", name);
-    const AutocastGuard autocast(amp.enabled, amp.precision);
-    all[name] = evaluation::inference_on_dataset(model, *loader, evaluator);
+    all[name] = evaluate_dataset(cfg, model, name, out);
   }
   return all;
 }

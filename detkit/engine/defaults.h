@@ -29,6 +29,14 @@ uint64_t default_setup(const config::CfgNode& cfg);
 /// DATASETS.TEST name shapes_train / shapes_val and it does not exist yet.
 void ensure_builtin_datasets(const config::CfgNode& cfg);
 
+/// Evaluates `model` on the dataset `name` as the test loader maps it (one image at a time,
+/// INPUT.*_TEST), bbox plus segm / keypoints where MODEL.MASK_ON / KEYPOINT_ON say; the results
+/// file goes to `output_dir` (none when empty). Reports by task ("bbox", "segm", "keypoints").
+std::map<std::string, evaluation::CocoEvalReport> evaluate_dataset(const config::CfgNode& cfg,
+                                                                   modeling::MetaArch& model,
+                                                                   const std::string& name,
+                                                                   const std::string& output_dir);
+
 /// Evaluates `model` on every DATASETS.TEST (bbox, plus segm with MODEL.MASK_ON; under autocast
 /// in SOLVER.AMP.PRECISION when SOLVER.AMP.ENABLED, detections returned in fp32); results files
 /// go to OUTPUT_DIR/inference/<dataset>/ (OUTPUT_DIR/inference/ when there is one dataset).

@@ -32,8 +32,8 @@ PYBIND11_MODULE(_C, m) {
         // (bench/python_predictor, AMD EPYC Zen 4, 2 cores).
         if (detkit::openblas_threading() == detkit::OpenblasThreading::kPthreads) {
           using SetThreads = void (*)(int);
-          if (auto set = reinterpret_cast<SetThreads>(
-                  dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+          if (auto set =
+                  reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
             set(1);
         }
         return n;

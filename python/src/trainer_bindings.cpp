@@ -7,6 +7,7 @@
 
 #include "detkit/data/catalog.h"
 #include "detkit/engine/defaults.h"
+#include "detkit/engine/predictor.h"
 #include "detkit/utils/error.h"
 #include "python/src/bindings.h"
 
@@ -44,7 +45,33 @@ engine::Trainer& running(engine::DefaultTrainer& t) {
 
 }  // namespace
 
+// Reports by task -> {task: {metric: value}} with Detectron2's metric names.
+std::map<std::string, std::map<std::string, double>> results_by_task(
+    const std::map<std::string, evaluation::CocoEvalReport>& reports) {
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const auto& [task, report] : reports)
+    for (const auto& [metric, value] : evaluation::detectron2_results(report))
+      out[task][metric] = value;
+  return out;
+}
+
 void bind_trainer(py::module_& m) {
+  m.def(
+      "evaluate_predictor",
+      [](engine::DefaultPredictor& predictor, const config::CfgNode& cfg, const std::string& name,
+         const std::string& output_dir) {
+        py::gil_scoped_release released;
+        return results_by_task(engine::evaluate_dataset(cfg, predictor.model(), name, output_dir));
+      },
+      py::arg("predictor"), py::arg("cfg"), py::arg("dataset"), py::arg("output_dir"));
+  m.def(
+      "evaluate_trainer",
+      [](engine::DefaultTrainer& trainer, const config::CfgNode& cfg, const std::string& name,
+         const std::string& output_dir) {
+        py::gil_scoped_release released;
+        return results_by_task(engine::evaluate_dataset(cfg, *trainer.model(), name, output_dir));
+      },
+      py::arg("trainer"), py::arg("cfg"), py::arg("dataset"), py::arg("output_dir"));
   m.def("register_coco_instances", &data::register_coco_instances, py::arg("name"),
         py::arg("json_file"), py::arg("image_root"));
   m.def("registered_datasets", [] { return data::global_catalog().names(); });

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Detectron2's tutorial flow from Python, the import renamed: a dataset registered as a Python
 function returning Detectron2's dicts (built here from a shapes COCO file), thing_classes in the
-metadata, a config from the quick demo's file, DefaultTrainer, then DefaultPredictor on the
-trained weights and Visualizer on its output. The same config and seed through `detkit train` on the COCO file itself must give
+metadata, a config from the quick demo's file, DefaultTrainer (300 iterations), then
+DefaultPredictor on the trained weights, Visualizer on its output, COCOEvaluator +
+inference_on_dataset. The same config and seed through `detkit train` on the COCO file itself must give
 the same training: the same losses at every logged iteration and the same AP. Then bad dicts, each
 a detkit.Error naming the record and field.
 Usage: test_trainer.py SHARED SOURCE DETKIT"""
@@ -18,7 +19,9 @@ from PIL import Image
 import detkit
 from detkit.config import get_cfg
 from detkit.data import DatasetCatalog, MetadataCatalog
+from detkit.data import build_detection_test_loader
 from detkit.engine import DefaultPredictor, DefaultTrainer
+from detkit.evaluation import COCOEvaluator, inference_on_dataset
 from detkit.structures import BoxMode
 from detkit.utils.visualizer import Visualizer
 
@@ -54,7 +57,7 @@ for split in ("train", "val"):
     DatasetCatalog.register(f"py_shapes_{split}", lambda d=dicts: calls.append(1) or d)
     MetadataCatalog.get(f"py_shapes_{split}").set(thing_classes=names)
 
-overrides = ["SOLVER.MAX_ITER", "6", "SOLVER.IMS_PER_BATCH", "2", "INPUT.MIN_SIZE_TRAIN", "(64,)",
+overrides = ["SOLVER.MAX_ITER", "300", "SOLVER.IMS_PER_BATCH", "2", "INPUT.MIN_SIZE_TRAIN", "(64,)",
              "INPUT.MAX_SIZE_TRAIN", "96", "INPUT.MIN_SIZE_TEST", "64", "INPUT.MAX_SIZE_TEST", "96",
              "DATALOADER.NUM_WORKERS", "1", "SEED", "7", "SOLVER.CHECKPOINT_PERIOD", "100"]
 config_file = f"{source}/configs/quick/mask_rcnn_R_18_FPN_shapes.yaml"
@@ -108,6 +111,19 @@ print(f"predicted {len(instances)} instances on a val image, fields {sorted(inst
 drawn = Visualizer(image[:, :, ::-1], MetadataCatalog.get("py_shapes_val"), scale=2.0) \
     .draw_instance_predictions(instances.to("cpu")).get_image()
 assert drawn.shape == (2 * image.shape[0], 2 * image.shape[1], 3) and drawn.dtype == np.uint8
+
+# COCOEvaluator + inference_on_dataset on the predictor's model: the training's own final
+# evaluation (the same weights), as Detectron2's OrderedDict.
+predictor = DefaultPredictor(cfg)
+evaluator = COCOEvaluator("py_shapes_val", output_dir=f"{work}/python_eval")
+results = inference_on_dataset(predictor.model, build_detection_test_loader(cfg, "py_shapes_val"),
+                               evaluator)
+print("inference_on_dataset:", {task: round(m["AP"], 3) for task, m in results.items()})
+assert list(results) == ["bbox", "segm"], list(results)
+for task in results:
+    assert abs(results[task]["AP"] - ours[-1][f"{task}/AP"]) < 1e-9, (task, results[task]["AP"])
+assert os.path.exists(f"{work}/python_eval/coco_instances_results.json")
+assert results["bbox"]["AP"] > 0, "300 iterations of the demo learned nothing"
 
 # Bad dicts: each named.
 good, good_names = shapes_dicts("train")

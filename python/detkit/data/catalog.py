@@ -109,3 +109,19 @@ def materialize_datasets(cfg):
     """Registers with detkit's catalog every Python-registered dataset that cfg names."""
     for name in list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST):
         DatasetCatalog.materialize(name)
+
+
+class _TestLoader:
+    """Detectron2's test loader, as inference_on_dataset consumes it: the dataset mapped as
+    DatasetMapper(cfg, is_train=False) does, one image at a time (detkit runs it natively)."""
+
+    def __init__(self, cfg, dataset_name):
+        self.cfg = cfg.clone()
+        self.dataset_name = dataset_name
+
+
+def build_detection_test_loader(cfg, dataset_name, mapper=None, **kwargs):
+    if mapper is not None:
+        raise _C.Error("build_detection_test_loader: a Python mapper is not supported; detkit maps "
+                       "with the config's test-time mapper (INPUT.MIN_SIZE_TEST, MAX_SIZE_TEST)")
+    return _TestLoader(cfg, dataset_name)

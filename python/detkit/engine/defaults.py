@@ -17,6 +17,11 @@ class DefaultPredictor:
         self.input_format = cfg.INPUT.FORMAT
         self._predictor = _C.Predictor(self.cfg._tree)
 
+    @property
+    def model(self):
+        """The predictor's model, for inference_on_dataset."""
+        return _ModelOf(lambda *a: _C.evaluate_predictor(self._predictor, *a))
+
     def __call__(self, original_image):
         fields = self._predictor(original_image)
         instances = Instances(fields.pop("image_size"))
@@ -53,6 +58,11 @@ class DefaultTrainer:
             self._trainer.register_hook(hook)
 
     @property
+    def model(self):
+        """The trained model, for inference_on_dataset."""
+        return _ModelOf(lambda *a: _C.evaluate_trainer(self._trainer, *a))
+
+    @property
     def iter(self):
         """The iteration running (during train(): in a hook, the step just run)."""
         return self._trainer.iter
@@ -76,3 +86,10 @@ class _Storage:
 
     def latest(self):
         return self._trainer.storage_latest()
+
+
+class _ModelOf:
+    """A predictor's or trainer's model, as far as inference_on_dataset uses it."""
+
+    def __init__(self, evaluate):
+        self._evaluate = evaluate

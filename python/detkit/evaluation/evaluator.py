@@ -1,0 +1,27 @@
+from collections import OrderedDict
+
+from .. import _C
+from ..data.catalog import DatasetCatalog
+
+
+class COCOEvaluator:
+    """Detectron2's COCOEvaluator(dataset_name, tasks=None, distributed=True, output_dir=None):
+    bbox, plus segm and keypoints where the model predicts them; with output_dir, the results
+    go to output_dir/coco_instances_results.json."""
+
+    def __init__(self, dataset_name, tasks=None, distributed=True, output_dir=None, **kwargs):
+        self.dataset_name = dataset_name
+        self.output_dir = output_dir
+
+
+def inference_on_dataset(model, data_loader, evaluator):
+    """Runs `model` (DefaultPredictor(cfg).model or DefaultTrainer(cfg).model) over the loader's
+    dataset one image at a time and evaluates it. Returns Detectron2's OrderedDict: {"bbox":
+    {"AP": ..., "AP50": ..., "AP-<class>": ...}, "segm": {...}, "keypoints": {...}} (x100)."""
+    if data_loader.dataset_name != evaluator.dataset_name:
+        raise _C.Error(f"inference_on_dataset: the loader reads '{data_loader.dataset_name}' but "
+                       f"the evaluator evaluates '{evaluator.dataset_name}'")
+    DatasetCatalog.materialize(data_loader.dataset_name)
+    results = model._evaluate(data_loader.cfg._tree, data_loader.dataset_name,
+                              evaluator.output_dir or "")
+    return OrderedDict((task, OrderedDict(metrics)) for task, metrics in results.items())
