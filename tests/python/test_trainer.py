@@ -9,7 +9,6 @@ a detkit.Error naming the record and field.
 Usage: test_trainer.py SHARED SOURCE DETKIT"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,18 +17,15 @@ from PIL import Image
 
 import detkit
 from detkit.config import get_cfg
-from detkit.data import DatasetCatalog, MetadataCatalog
-from detkit.data import build_detection_test_loader
+from detkit.data import DatasetCatalog, MetadataCatalog, build_detection_test_loader
 from detkit.engine import DefaultPredictor, DefaultTrainer
 from detkit.evaluation import COCOEvaluator, inference_on_dataset
 from detkit.structures import BoxMode
 from detkit.utils.visualizer import Visualizer
+from small_shapes import small_shapes
 
 shared, source, detkit_binary = sys.argv[1:4]
-work = os.path.join(os.getcwd(), "python_trainer")
-shutil.rmtree(work, ignore_errors=True)
-subprocess.run([detkit_binary, "make-shapes", "--out", f"{work}/shapes", "--train", "8", "--val",
-                "4", "--size", "96x64", "--seed", "3"], check=True, capture_output=True)
+work = small_shapes(detkit_binary, "python_trainer", train=8, val=4, seed=3)
 
 
 def shapes_dicts(split):

@@ -6,21 +6,17 @@ lets the step finish, saves its checkpoint and raises detkit.Preempted, a Keyboa
 `detkit train` exits 75; resume_or_load(resume=True) then continues at the next iteration.
 Usage: test_trainer_hooks.py SHARED SOURCE DETKIT"""
 import os
-import shutil
 import signal
-import subprocess
 import sys
 
 import detkit
 from detkit.config import get_cfg
 from detkit.data import register_coco_instances
 from detkit.engine import DefaultTrainer, HookBase
+from small_shapes import small_shapes
 
 shared, source, detkit_binary = sys.argv[1:4]
-work = os.path.join(os.getcwd(), "python_trainer_hooks")
-shutil.rmtree(work, ignore_errors=True)
-subprocess.run([detkit_binary, "make-shapes", "--out", f"{work}/shapes", "--train", "6", "--val",
-                "2", "--size", "96x64", "--seed", "4"], check=True, capture_output=True)
+work = small_shapes(detkit_binary, "python_trainer_hooks", train=6, val=2, seed=4)
 register_coco_instances("hook_shapes", {}, f"{work}/shapes/annotations/instances_train.json",
                         f"{work}/shapes/train")
 
