@@ -43,6 +43,12 @@ const char* call_string_function(const char* symbol) {
 // Set on the restart: the kernels OpenBLAS had picked, and the OpenBLAS build it replaced.
 constexpr const char* kRestartedFrom = "DETKIT_OPENBLAS_PICKED";
 constexpr const char* kReplacedBuild = "DETKIT_OPENBLAS_REPLACED";
+// The kernels OpenBLAS had picked when switch_to_better_openblas_kernels replaced them in this
+// process ("" when it did not): for the report.
+std::string& switched_from() {
+  static std::string picked;
+  return picked;
+}
 
 bool is_file(const std::string& path) {
   struct stat st;
@@ -128,6 +134,25 @@ void restart_with_better_blas(char** argv) {
   unsetenv(kReplacedBuild);
 }
 
+std::optional<std::string> switch_to_better_openblas_kernels() {
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  if (user && *user) return std::nullopt;  // the user's choice
+  const std::string picked = openblas_corename();
+  const auto better = better_openblas_coretype(picked, cpu_features());
+  using Entry = void (*)();
+  auto quit = reinterpret_cast<Entry>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<Entry>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (!better || !quit || !init) return std::nullopt;
+  // init reads OPENBLAS_CORETYPE only when quit has cleared the table; the variable is removed
+  // again after, so that programs this one starts choose for themselves.
+  setenv("OPENBLAS_CORETYPE", better->c_str(), 1);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+  switched_from() = picked;
+  return openblas_corename();
+}
+
 std::string blas_kernel_report() {
   const char* config = call_string_function("openblas_get_config");
   if (!config) return "BLAS: not OpenBLAS (libtorch's own choice)";
@@ -136,6 +161,9 @@ std::string blas_kernel_report() {
   if (const char* picked = std::getenv(kRestartedFrom))
     line += std::string(" (OPENBLAS_CORETYPE set by detkit: OpenBLAS picked its generic ") +
             picked + " kernels for this CPU)";
+  else if (!switched_from().empty())
+    line += " (switched by detkit in this process: OpenBLAS picked its generic " +
+            switched_from() + " kernels for this CPU)";
   else if (user && *user)
     line += std::string(" (OPENBLAS_CORETYPE=") + user + " set by the user: kept)";
   else

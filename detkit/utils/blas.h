@@ -51,6 +51,15 @@ std::optional<std::string> openmp_openblas_dir(const std::string& library,
 /// Returns only when nothing needs doing, or when the restart failed (then nothing changed).
 void restart_with_better_blas(char** argv);
 
+/// Where a program cannot start again (a Python process that loaded libtorch, a user's program
+/// linking libdetkit): switches the loaded OpenBLAS to better_openblas_coretype's kernels in this
+/// process, through the dynamic-architecture entry points Debian's OpenBLAS exports
+/// (gotoblas_dynamic_quit / gotoblas_dynamic_init, which re-read OPENBLAS_CORETYPE). Nothing
+/// changes when the user set OPENBLAS_CORETYPE, when OpenBLAS picked kernels for this CPU, or when
+/// the entry points are absent. Call while no BLAS call runs (at start). Returns the kernels'
+/// name now in use when it switched them, nullopt when it left them.
+std::optional<std::string> switch_to_better_openblas_kernels();
+
 /// One line for the log: the OpenBLAS build, its kernels and why (chosen by OpenBLAS, set by the
 /// user, or set by detkit instead of the generic ones), and its threading (and whether detkit
 /// chose it).

@@ -16,6 +16,12 @@ PYBIND11_MODULE(_C, m) {
   // Training stopped by SIGINT / SIGTERM after saving its checkpoint: to Python, Ctrl-C's own
   // KeyboardInterrupt (registered after Error, so that it is the one that matches).
   pybind11::register_exception<detkit::Preempted>(m, "Preempted", PyExc_KeyboardInterrupt);
+  // The CLI starts itself again where OpenBLAS picked its generic kernels (Intel Emerald Rapids
+  // under Debian's 0.3.21: 5-7x slower Linear layers); a Python process cannot, so the kernels
+  // are switched in place, before anything here computes.
+  detkit::switch_to_better_openblas_kernels();
+  m.def("blas_report", &detkit::blas_kernel_report,
+        "The CLI's log line on the BLAS: its build, kernels (and who chose them), threads");
   detkit::python::bind_config(m);
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);

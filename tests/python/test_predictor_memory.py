@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """1000 predictions from Python keep the process's memory flat: RSS after the first 100 (warm-up:
 allocator pools, oneDNN primitives) and after all 1000, printed; growth over 16 MB fails.
-The Mask R-CNN fixture on a small image (20 masks pasted every call).
+The Mask R-CNN fixture on a small image (20 masks pasted every call), on one thread: a second
+thread gains nothing on an image this small (37 s either way, AMD EPYC Zen 4), and two processes
+of two threads each under ctest -j2 took 145 s each.
 Usage: test_predictor_memory.py SHARED SOURCE DETKIT"""
 import os
 import sys
@@ -9,6 +11,7 @@ import sys
 import numpy as np
 from PIL import Image
 
+import detkit
 from detkit.config import get_cfg
 from detkit.engine import DefaultPredictor
 
@@ -26,6 +29,7 @@ def rss_mb():
                 return int(line.split()[1]) / 1024
 
 
+detkit.configure_threads(1)
 cfg = get_cfg()
 cfg.merge_from_file(f"{directory}/config.yaml")
 cfg.merge_from_list(["MODEL.WEIGHTS", f"{directory}/weights.pth", "INPUT.MIN_SIZE_TEST", "96",
