@@ -264,6 +264,7 @@ void define_misc(CfgNode& c) {
   c.define("CUDNN_BENCHMARK", false);
   c.define("CONV_ALGORITHM", "auto");  // detkit's own: auto (Winograd where it pays) | direct
   c.define("FLOAT32_PRECISION", "");
+  c.define("FLUSH_DENORMAL", false);  // detkit's own: flush subnormal floats to zero (x86 FTZ/DAZ)
   c.define("VIS_PERIOD", 0);
   c.define("GLOBAL.HACK", 1.0);
   c.define("VERSION", 2);
@@ -288,7 +289,7 @@ CfgNode get_cfg() {
 const std::vector<std::string>& detkit_only_keys() {
   static const std::vector<std::string> keys = {
       "CONV_ALGORITHM", "DATALOADER.MAX_BAD_IMAGE_FRACTION", "DATALOADER.ON_BAD_IMAGE",
-      "DATALOADER.WORLD_SIZE_INVARIANT", "SOLVER.AMP.LOSS_SCALE",
+      "DATALOADER.WORLD_SIZE_INVARIANT", "FLUSH_DENORMAL", "SOLVER.AMP.LOSS_SCALE",
       "SOLVER.AMP.OPT_LEVEL", "SOLVER.AMP.PRECISION", "TEST.VAL_LOSS_PERIOD"};
   return keys;
 }

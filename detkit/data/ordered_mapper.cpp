@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "detkit/utils/denormals.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/threads.h"
 
@@ -28,6 +29,7 @@ OrderedMapper::~OrderedMapper() {
 
 void OrderedMapper::work() {
   use_one_thread_for_ops_in_this_thread();  // the training step has the cores
+  apply_flush_denormal_to_this_thread();     // FLUSH_DENORMAL, as the step's threads
   while (true) {
     uint64_t number;
     std::optional<StreamSample> sample;

@@ -83,6 +83,11 @@ MasterAddress resolve_dist_url(const std::string& url, int num_machines) {
   return {host, std::stoi(port)};
 }
 
+int threads_per_worker(int num_processes) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, num_processes));
+}
+
 std::vector<std::string> worker_variables(const LaunchOptions& o, const MasterAddress& master,
                                           int local_rank, int threads) {
   const int world = o.num_machines * o.num_processes;
@@ -184,8 +189,7 @@ void signal_all(std::vector<Worker>& workers, int sig) {
 void launch(const std::vector<std::string>& command, const LaunchOptions& options) {
   check_launch_options(options);
   const MasterAddress master = resolve_dist_url(options.dist_url, options.num_machines);
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  const int threads = std::max(1, cores / options.num_processes);
+  const int threads = threads_per_worker(options.num_processes);
   spdlog::info(
       "Launching {} worker processes on machine {} of {} (ranks {}..{} of {}), "
       "rendezvous {}:{}, {} threads each unless --num-threads or DETKIT_NUM_THREADS say",

@@ -31,6 +31,10 @@ void check_launch_options(const LaunchOptions& options);
 /// "tcp://HOST:PORT" names machine 0's rendezvous. Anything else is a detkit::Error quoting it.
 MasterAddress resolve_dist_url(const std::string& url, int num_machines);
 
+/// The libtorch threads each of `num_processes` workers on this machine gets: the cores shared
+/// out, at least one.
+int threads_per_worker(int num_processes);
+
 /// The variables worker `local_rank` gets on top of this process's environment: RANK,
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, DETKIT_LAUNCHED=1, and
 /// DETKIT_NUM_THREADS (`threads`) unless the environment sets it already. Global rank = machine

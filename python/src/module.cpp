@@ -22,6 +22,7 @@ PYBIND11_MODULE(_C, m) {
   detkit::switch_to_better_openblas_kernels();
   m.def("blas_report", &detkit::blas_kernel_report,
         "The CLI's log line on the BLAS: its build, kernels (and who chose them), threads");
+  detkit::python::bind_comm(m);
   detkit::python::bind_config(m);
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);

@@ -22,6 +22,7 @@ from detkit.engine import DefaultPredictor, DefaultTrainer
 from detkit.evaluation import COCOEvaluator, inference_on_dataset
 from detkit.structures import BoxMode
 from detkit.utils.visualizer import Visualizer
+from small_shapes import shapes_dicts as small_shapes_dicts
 from small_shapes import small_shapes
 
 shared, source, detkit_binary = sys.argv[1:4]
@@ -29,22 +30,7 @@ work = small_shapes(detkit_binary, "python_trainer", train=8, val=4, seed=3)
 
 
 def shapes_dicts(split):
-    """Detectron2's dicts of a shapes split, as a user's get_*_dicts() builds them."""
-    coco = json.load(open(f"{work}/shapes/annotations/instances_{split}.json"))
-    contiguous = {c["id"]: k for k, c in enumerate(sorted(coco["categories"], key=lambda c: c["id"]))}
-    records = {}
-    for image in coco["images"]:
-        records[image["id"]] = {"file_name": f"{work}/shapes/{split}/{image['file_name']}",
-                                "image_id": image["id"], "height": image["height"],
-                                "width": image["width"], "annotations": []}
-    for a in coco["annotations"]:
-        x, y, w, h = a["bbox"]
-        records[a["image_id"]]["annotations"].append({
-            "bbox": [x, y, x + w, y + h], "bbox_mode": BoxMode.XYXY_ABS,
-            "category_id": contiguous[a["category_id"]], "segmentation": a["segmentation"],
-            "iscrowd": a.get("iscrowd", 0)})
-    names = [c["name"] for c in sorted(coco["categories"], key=lambda c: c["id"])]
-    return list(records.values()), names
+    return small_shapes_dicts(work, split)
 
 
 calls = []

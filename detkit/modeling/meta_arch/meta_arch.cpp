@@ -7,6 +7,7 @@
 
 #include "detkit/config/unimplemented.h"
 #include "detkit/layers/conv2d.h"
+#include "detkit/utils/denormals.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -51,6 +52,15 @@ c10::Device model_device(const config::CfgNode& cfg) {
 
 namespace {
 std::atomic<bool> logged_conv_algorithm{false};  // said once per process, and on each change
+
+void apply_flush_denormal(bool on) {
+  if (on == flush_denormal()) return;
+  if (!set_flush_denormal(on))
+    spdlog::warn("FLUSH_DENORMAL True: this CPU has no flush-to-zero mode; subnormal floats kept");
+  else if (on)
+    spdlog::info("FLUSH_DENORMAL True: subnormal floats are flushed to zero (flush-to-zero and "
+                 "denormals-are-zero on every thread detkit computes on)");
+}
 }  // namespace
 
 std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
@@ -60,6 +70,7 @@ std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
   if (algorithm != layers::conv_algorithm() || !logged_conv_algorithm.exchange(true))
     spdlog::info("{}", layers::conv_algorithm_report(algorithm));
   layers::set_conv_algorithm(algorithm);
+  apply_flush_denormal(cfg.get_bool("FLUSH_DENORMAL"));
   auto model = meta_arch_registry().get(cfg.get_string("MODEL.META_ARCHITECTURE"))(cfg);
   model->to(device);
   return model;

@@ -1,5 +1,6 @@
-"""detkit.engine: DefaultPredictor, DefaultTrainer and HookBase as Detectron2's."""
+"""detkit.engine: DefaultPredictor, DefaultTrainer, HookBase and launch as Detectron2's."""
 from .defaults import DefaultPredictor, DefaultTrainer
 from .hooks import HookBase
+from .launch import DEFAULT_TIMEOUT, launch
 
-__all__ = ["DefaultPredictor", "DefaultTrainer", "HookBase"]
+__all__ = ["DEFAULT_TIMEOUT", "DefaultPredictor", "DefaultTrainer", "HookBase", "launch"]

@@ -1,5 +1,6 @@
 // Every config in configs/ builds its model; the parameter totals of the model-zoo configs equal
 // Detectron2's (80 classes), and the state dict lists Detectron2's names in Detectron2's order.
+// A model's build applies the process-wide keys (FLUSH_DENORMAL).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include "detkit/analysis/model_analysis.h"
 #include "detkit/config/defaults.h"
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/utils/denormals.h"
+#include "tests/modeling/meta_arch/small_model.h"
 #include "tests/support/detectron2_fixture.h"
 
 namespace detkit::modeling {
@@ -83,6 +86,15 @@ TEST(BuildConfigs, StateDictOrderAndShapesMatchDetectron2) {
   }
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "entry " << i;
+}
+
+TEST(BuildConfigs, FlushDenormalFollowsTheKeyOfTheModelBuilt) {
+  build_model(testing::small_config({"FLUSH_DENORMAL", "True"}));
+  EXPECT_TRUE(flush_denormal());
+  EXPECT_TRUE(this_thread_flushes_denormals());
+  build_model(testing::small_config());  // the default: off, as PyTorch's
+  EXPECT_FALSE(flush_denormal());
+  EXPECT_FALSE(this_thread_flushes_denormals());
 }
 
 }  // namespace detkit::modeling
