@@ -6,9 +6,11 @@
 #include <c10/core/ScalarType.h>
 
 #include <optional>
+#include <string>
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/solver/grad_scaler.h"
+#include "detkit/utils/blas.h"
 
 namespace detkit::solver {
 
@@ -30,6 +32,18 @@ struct AmpOptions {
 ///   LOSS_SCALE dynamic (default: PyTorch's GradScaler, 2^16, x2 after 2000 clean steps, x0.5 on
 ///              overflow) | a positive number (static, e.g. 64).
 /// Anything else is a detkit::Error naming the key, its value and what it may be.
+/// With ENABLED on a CPU device and bfloat16, it also says once per process how bfloat16 runs on
+/// this CPU (see bfloat16_on_cpu_note): a warning where it is slower than float32.
 AmpOptions amp_options_from_config(const config::CfgNode& cfg);
+
+/// What bfloat16 autocast does to speed on a CPU with `cpu`'s features, for the log, and whether
+/// it is slower than float32 there (a warning), as measured (docs/BENCHMARKS.md): faster on AMX's
+/// tile units and on AMD's avx512_bf16 (Zen 4); slower on Intel's avx512_bf16 without AMX; not
+/// measured without either.
+struct Bfloat16Note {
+  bool slower = false;
+  std::string text;
+};
+Bfloat16Note bfloat16_on_cpu_note(const CpuFeatures& cpu);
 
 }  // namespace detkit::solver

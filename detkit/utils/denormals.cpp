@@ -16,8 +16,8 @@ std::atomic<bool> g_flush{false};
 bool set_flush_denormal(bool on) {
   if (!at::globalContext().setFlushDenormal(on)) return false;
   g_flush = on;
-  // The team libtorch's and oneDNN's parallel ops run on (this file is built with -fopenmp, and
-  // a region without num_threads gets the same team: this thread's OpenMP count, which
+  // The team libtorch's and oneDNN's parallel ops run on (GCC builds detkit with -fopenmp, and a
+  // region without num_threads gets the same team: this thread's OpenMP count, which
   // at::set_num_threads sets): each of its threads sets its own register.
 #pragma omp parallel
   at::globalContext().setFlushDenormal(on);

@@ -58,5 +58,27 @@ TEST(AmpOptions, RefusedValuesNameTheirKey) {
             std::string::npos);
 }
 
+TEST(AmpOptions, TheLogSaysOnWhichCpusBfloat16IsSlower) {
+  CpuFeatures amx, amd_bf16, intel_bf16, neither;
+  amx.amx_bf16 = amx.avx512_bf16 = true;
+  amd_bf16.avx512_bf16 = amd_bf16.amd = true;
+  intel_bf16.avx512_bf16 = true;
+  EXPECT_NE(bfloat16_on_cpu_note(amx).text.find("AMX tile units (amx_bf16), faster"),
+            std::string::npos);
+  EXPECT_NE(bfloat16_on_cpu_note(amd_bf16).text.find("faster than float32 (AMD EPYC Zen 4"),
+            std::string::npos);
+  for (const CpuFeatures& cpu : {amx, amd_bf16}) EXPECT_FALSE(bfloat16_on_cpu_note(cpu).slower);
+  EXPECT_NE(bfloat16_on_cpu_note(intel_bf16).text.find("slower than float32 here"),
+            std::string::npos);
+  EXPECT_NE(bfloat16_on_cpu_note(neither).text.find("without bfloat16 instructions"),
+            std::string::npos);
+  for (const CpuFeatures& cpu : {intel_bf16, neither}) {
+    const Bfloat16Note note = bfloat16_on_cpu_note(cpu);
+    EXPECT_TRUE(note.slower);
+    EXPECT_NE(note.text.find("AMP pays on CPUs with AMX"), std::string::npos) << note.text;
+  }
+  std::cout << "this CPU: " << bfloat16_on_cpu_note(cpu_features()).text << "\n";
+}
+
 }  // namespace
 }  // namespace detkit::solver
