@@ -6,7 +6,8 @@ runs in one invocation (--models picks some of mask,faster,retinanet,keypoint).
     cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
 
 Both sides run on a shapes dataset made here by `detkit make-shapes` (512x384 images, so the
-384/512 resize is the identity for both), random init, 2 images per batch, SGD (momentum 0.9,
+384/512 resize is the identity for both; --image-size 1333x800 makes 1333x800 images and sets
+Detectron2's own test and training size, shorter side 800 and longer <= 1333), random init, 2 images per batch, SGD (momentum 0.9,
 weight decay 1e-4, lr 0.002), the same threads and loader workers. detkit runs
 `detkit benchmark --json` with configs/Torchvision-Comparisons/*; torchvision runs
 torchvision_peer.py. Each measurement is a fresh process; the order of the two alternates every
@@ -106,6 +107,9 @@ def detkit_command(args, task, model, iters, window):
     command = [args.detkit, "--num-threads", str(args.threads), "benchmark", "--config-file",
                os.path.join(REPO, CONFIGS[model]), "--task", task, "--iters", str(iters),
                "--window", window, "--json", "DATALOADER.NUM_WORKERS", str(args.workers)]
+    command += ["INPUT.MIN_SIZE_TRAIN", f"({args.min_size},)", "INPUT.MAX_SIZE_TRAIN",
+                str(args.max_size), "INPUT.MIN_SIZE_TEST", str(args.min_size),
+                "INPUT.MAX_SIZE_TEST", str(args.max_size)]
     if task == "data":  # full-image bitmasks, as the torchvision loader makes
         command += ["INPUT.MASK_FORMAT", "bitmask"]
     if args.amp and task != "data":
@@ -126,7 +130,8 @@ def peer_command(args, task, model, iters, window):
     command = [args.python, os.path.join(HERE, "torchvision_peer.py"), "--task", task,
                "--model", model, "--dataset-dir", os.path.join(args.work_dir, "shapes"),
                "--iters", str(iters), "--window", window, "--threads", str(args.threads),
-               "--workers", str(args.workers)]
+               "--workers", str(args.workers), "--min-size", str(args.min_size),
+               "--max-size", str(args.max_size)]
     if args.amp and task != "data":
         command += ["--amp"]
     if task == "train" and args.warmup_iters:
@@ -165,15 +170,24 @@ def main():
     parser.add_argument("--warmup-iters", type=int, default=0,
                         help="training on both sides: Detectron2's linear warm-up over these "
                              "iterations (what a long window from random weights needs)")
+    parser.add_argument("--image-size", default="512x384",
+                        help="WxH of the dataset's images, and the resize both sides run: "
+                             "shorter side min(W, H), longer side <= max(W, H) (1333x800: "
+                             "Detectron2's own size)")
     args = parser.parse_args()
+    width, height = (int(v) for v in args.image_size.split("x"))
+    args.min_size, args.max_size = min(width, height), max(width, height)
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
     if not os.access(args.detkit, os.X_OK):
         sys.exit(f"no detkit binary at {args.detkit}: build first (cmake --build build)")
 
     shapes = os.path.join(args.work_dir, "shapes")
-    if not os.path.exists(os.path.join(shapes, "annotations", "instances_val.json")):
-        subprocess.run([args.detkit, "make-shapes", "--out", shapes, "--size", "512x384",
+    made = os.path.join(shapes, "size.txt")  # a dataset of another size is made again
+    if not os.path.exists(made) or open(made).read() != args.image_size:
+        subprocess.run([args.detkit, "make-shapes", "--out", shapes, "--size", args.image_size,
                         "--train", "64", "--val", "16", "--seed", "1"], check=True)
+        with open(made, "w") as f:
+            f.write(args.image_size)
     env = dict(os.environ, DETKIT_DATASETS=args.work_dir)
     # Both sides on the same OpenBLAS kernels: detkit restarts itself with OPENBLAS_CORETYPE set
     # where OpenBLAS picks generic ones, so the peer gets the kernels detkit reports it runs.
@@ -220,7 +234,8 @@ def median(runs, key):
 
 def print_table(args, plan, results):
     print(f"{args.rounds} round(s), {args.threads} threads, {args.workers} loader workers, "
-          "2 images per training batch, 512x384 images"
+          f"2 images per training batch, {args.image_size} images (shorter side {args.min_size}, "
+          f"longer <= {args.max_size})"
           + (f", bfloat16 autocast on both sides (detkit {args.amp})" if args.amp else ""))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
