@@ -2,7 +2,8 @@
 """detkit.engine.launch as Detectron2's: main_func in 2 worker processes of one job. Each worker
 registers a dataset through a Python function and trains the quick demo's model with
 DefaultTrainer; the job must train as `detkit train --num-gpus 2` on the same data as a COCO
-file (the same losses at every logged iteration), each worker knowing its rank (detkit.utils.comm)
+file (the same losses in metrics.json and the same final weights), each worker knowing its rank
+(detkit.utils.comm)
 and running on its share of the cores. A worker that raises stops the job and the error names
 its process; bad launch options are the CLI's errors. Usage: test_launch.py SHARED SOURCE DETKIT"""
 import json
@@ -83,6 +84,13 @@ if __name__ == "__main__":
           f"relative difference in a loss {worst:.3g}; last total_loss {ours[-1]['total_loss']:.5f}"
           f" vs {cli[-1]['total_loss']:.5f}")
     assert worst < 1e-3, "the launched job trained differently from `detkit train --num-gpus 2`"
+    ours, cli = (torch.load(f"{work}/{run}/model_final.pth", map_location="cpu")["model"]
+                 for run in ("launched", "cli"))
+    assert sorted(ours) == sorted(cli), "the two checkpoints hold different tensors"
+    weights = max((ours[k].double() - cli[k].double()).abs().max().item() for k in cli
+                  if cli[k].numel())
+    print(f"final weights: {len(cli)} tensors, largest difference {weights:.3g}")
+    assert weights < 1e-4, "the launched job's weights differ from `detkit train --num-gpus 2`'s"
 
     # A worker's error stops the job; the error names the process and carries the message.
     start = time.time()
