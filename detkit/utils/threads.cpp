@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -43,6 +45,16 @@ void use_one_thread_for_ops_in_this_thread() {
   at::internal::lazy_init_num_threads();
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(1);
+}
+
+int parallel_for_threads(int64_t n) {
+  std::mutex mutex;
+  std::set<std::thread::id> ids;
+  at::parallel_for(0, n, 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ids.insert(std::this_thread::get_id());
+  });
+  return static_cast<int>(ids.size());
 }
 
 }  // namespace detkit

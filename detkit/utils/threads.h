@@ -1,6 +1,8 @@
 #pragma once
 // libtorch's thread count: this Debian build starts with 1 thread whatever the machine has.
 
+#include <cstdint>
+
 namespace detkit {
 
 /// Sets libtorch's intra-op thread count, and OpenBLAS's (a pthread OpenBLAS keeps one thread
@@ -14,5 +16,11 @@ int configure_threads(int requested = 0);
 /// opened its own OpenMP team of `configure_threads` threads beside the training step's: with
 /// 2 workers on 2 cores, RetinaNet's step took 8 % longer. Other threads keep their count.
 void use_one_thread_for_ops_in_this_thread();
+
+/// How many threads libtorch's at::parallel_for, called from detkit's own code, runs `n` items of
+/// grain 1 on: libtorch's team size, at most n, where detkit is built with OpenMP (the inline
+/// function splits work only where _OPENMP is defined); 1 where it is not, as before GCC builds
+/// had -fopenmp.
+int parallel_for_threads(int64_t n);
 
 }  // namespace detkit

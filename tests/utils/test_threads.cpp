@@ -3,12 +3,28 @@
 #include <ATen/Parallel.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "detkit/utils/error.h"
 #include "detkit/utils/threads.h"
 
 namespace detkit {
+
+TEST(Threads, DetkitsOwnParallelLoopsRunOnTheTeam) {
+  // GCC builds detkit with -fopenmp: libtorch's inline at::parallel_for splits work in detkit's
+  // files (ROIAlign, mask pasting, NMS, SGD); without it every one of them ran on one thread.
+  configure_threads(2);
+  const int threads = parallel_for_threads(64);
+  std::cout << "at::parallel_for from detkit's code on a team of 2: " << threads << " thread(s)\n";
+#if defined(__GNUC__) && !defined(__clang__)
+  EXPECT_EQ(threads, 2);
+#else
+  EXPECT_EQ(threads, 1);  // clang builds (the libFuzzer one) stay without OpenMP
+#endif
+  configure_threads(1);
+  EXPECT_EQ(parallel_for_threads(64), 1);
+}
 
 TEST(Threads, ExplicitRequestWins) {
   EXPECT_EQ(configure_threads(1), 1);
