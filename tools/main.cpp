@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       detkit::tools::add_train_command(app),
       detkit::tools::add_data_command(app),
       detkit::tools::add_infer_command(app),
+      detkit::tools::add_export_command(app),
       detkit::tools::add_visualize_data_command(app),
       detkit::tools::add_benchmark_command(app),
       detkit::tools::add_convert_weights_command(app),
