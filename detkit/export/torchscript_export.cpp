@@ -61,7 +61,9 @@ void require(const config::CfgNode& cfg, const std::string& key,
               list + ")");
 }
 
-void check_exportable(const config::CfgNode& cfg) {
+}  // namespace
+
+void check_torchscript_exportable(const config::CfgNode& cfg) {
   require(cfg, "MODEL.META_ARCHITECTURE", {"GeneralizedRCNN", "RetinaNet"});
   require(cfg, "MODEL.BACKBONE.NAME",
           {"build_resnet_fpn_backbone", "build_retinanet_resnet_fpn_backbone",
@@ -77,6 +79,8 @@ void check_exportable(const config::CfgNode& cfg) {
   if (cfg.get_bool("MODEL.KEYPOINT_ON"))
     require(cfg, "MODEL.ROI_KEYPOINT_HEAD.NAME", {"KRCNNConvDeconvUpsampleHead"});
 }
+
+namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -399,7 +403,7 @@ void set_unused(Attributes& a, bool retinanet) {
 }  // namespace
 
 torch::jit::Module export_torchscript(modeling::MetaArch& model, const config::CfgNode& cfg) {
-  check_exportable(cfg);
+  check_torchscript_exportable(cfg);
   const Layers layers = collect_layers(model);
   torch::jit::Module m("__torch__.detkit.ExportedModel");
   Attributes a(m);

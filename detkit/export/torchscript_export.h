@@ -25,6 +25,9 @@
 
 namespace detkit::export_ {
 
+/// A detkit::Error naming the config key and value of a component without a TorchScript form.
+void check_torchscript_exportable(const config::CfgNode& cfg);
+
 /// The TorchScript module of `model` (built from `cfg`, weights loaded); its tensors are copies
 /// on the CPU. A component without a TorchScript form (another backbone, ROI head, box head...)
 /// is a detkit::Error naming its config key, its value and what can be exported.
