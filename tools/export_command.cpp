@@ -13,6 +13,7 @@
 
 #include "detkit/data/image/image_io.h"
 #include "detkit/engine/predictor.h"
+#include "detkit/export/export_plan.h"
 #include "detkit/export/torchscript_export.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
@@ -128,7 +129,7 @@ CommandRunner add_export_command(CLI::App& app) {
     std::vector<std::string> overrides = overrides_of(*cmd);
     overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights, "MODEL.DEVICE", "cpu"});
     const config::CfgNode cfg = load_config(o->config_file, overrides);
-    export_::check_torchscript_exportable(cfg);  // before loading weights
+    export_::check_exportable(cfg);  // before loading weights
     engine::DefaultPredictor predictor(cfg);
     torch::jit::Module module = export_::export_torchscript(predictor.model(), cfg);
     if (!o->sample_image.empty()) check_on_sample(predictor, module, o->sample_image);

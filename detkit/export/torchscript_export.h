@@ -12,26 +12,21 @@
 //   (R, 4), scores (R), pred_classes (R) and, where the model has them, pred_masks (R, height,
 //   width) bool, pred_keypoints (R, K, 3) and pred_keypoint_heatmaps.
 //
-// What is exported: inference of GeneralizedRCNN (StandardROIHeads or CascadeROIHeads, with the
-// FastRCNNConvFCHead box head, MaskRCNNConvUpsampleHead and KRCNNConvDeconvUpsampleHead) and
-// RetinaNet, on ResNet + FPN backbones, on the CPU, in float32. Not exported: training (losses,
-// targets), the data pipeline (decoding, resizing), mixed precision.
+// What is exported: the models export_plan.h names, their inference on the CPU in float32. Not
+// exported: training (losses, targets), the data pipeline (decoding, resizing), mixed precision.
 #include <torch/csrc/jit/api/module.h>
+#include <torch/nn/module.h>
 
 #include <string>
 
 #include "detkit/config/cfg_node.h"
-#include "detkit/modeling/meta_arch/meta_arch.h"
 
 namespace detkit::export_ {
 
-/// A detkit::Error naming the config key and value of a component without a TorchScript form.
-void check_torchscript_exportable(const config::CfgNode& cfg);
-
 /// The TorchScript module of `model` (built from `cfg`, weights loaded); its tensors are copies
-/// on the CPU. A component without a TorchScript form (another backbone, ROI head, box head...)
-/// is a detkit::Error naming its config key, its value and what can be exported.
-torch::jit::Module export_torchscript(modeling::MetaArch& model, const config::CfgNode& cfg);
+/// on the CPU. A component without an exported form (another backbone, ROI head, box head...)
+/// is a detkit::Error naming its config key, its value and what can be exported (export_plan.h).
+torch::jit::Module export_torchscript(torch::nn::Module& model, const config::CfgNode& cfg);
 
 /// Writes `module` to `path` whole (a temporary file renamed over it): a failure is a
 /// detkit::Error naming the path and leaves no file behind.

@@ -1,7 +1,7 @@
 // export_torchscript: each fixture model (Faster, Mask, Keypoint, Cascade Mask R-CNN, RetinaNet)
 // written to model.ts, read back with torch::jit::load (C++) and run on real JPEGs gives
 // DefaultPredictor's detections as matched sets: boxes <= 1e-3 px, scores <= 1e-4, masks at most
-// 2 pixels apart or IoU >= 0.999, keypoints <= 0.05 px. Components without a TorchScript form are
+// 2 pixels apart or IoU >= 0.999, keypoints <= 0.05 px. Components without an exported form are
 // refused by name, and a file that cannot be written is not left half-written.
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -12,6 +12,7 @@
 #include "detkit/config/defaults.h"
 #include "detkit/data/image/image_io.h"
 #include "detkit/engine/predictor.h"
+#include "detkit/export/export_plan.h"
 #include "detkit/export/torchscript_export.h"
 #include "detkit/utils/error.h"
 #include "tests/support/matched_sets.h"
@@ -118,20 +119,20 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-TEST(TorchScriptExportErrors, AComponentWithoutATorchScriptFormIsNamedWithItsKey) {
+TEST(TorchScriptExportErrors, AComponentWithoutAnExportedFormIsNamedWithItsKey) {
   config::CfgNode cfg = config::get_cfg();  // Detectron2's defaults: a C4 backbone
-  EXPECT_NE(error_of([&] { check_torchscript_exportable(cfg); })
-                .find("export: MODEL.BACKBONE.NAME 'build_resnet_backbone' has no TorchScript form"),
+  EXPECT_NE(error_of([&] { check_exportable(cfg); })
+                .find("export: MODEL.BACKBONE.NAME 'build_resnet_backbone' has no exported form"),
             std::string::npos);
   cfg.merge_from_list({"MODEL.BACKBONE.NAME", "build_resnet_fpn_backbone", "MODEL.ROI_HEADS.NAME",
                        "Res5ROIHeads"});
-  EXPECT_EQ(error_of([&] { check_torchscript_exportable(cfg); }),
-            "export: MODEL.ROI_HEADS.NAME 'Res5ROIHeads' has no TorchScript form in detkit "
+  EXPECT_EQ(error_of([&] { check_exportable(cfg); }),
+            "export: MODEL.ROI_HEADS.NAME 'Res5ROIHeads' has no exported form in detkit "
             "(exported: StandardROIHeads, CascadeROIHeads)");
   cfg = config::get_cfg();
   cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor"});
-  EXPECT_NE(error_of([&] { check_torchscript_exportable(cfg); })
-                .find("MODEL.META_ARCHITECTURE 'SemanticSegmentor' has no TorchScript form"),
+  EXPECT_NE(error_of([&] { check_exportable(cfg); })
+                .find("MODEL.META_ARCHITECTURE 'SemanticSegmentor' has no exported form"),
             std::string::npos);
 }
 
