@@ -1,8 +1,9 @@
-// detkit export --config-file X --weights W --format torchscript --output DIR [--sample-image IMG]
-// [KEY VALUE ...]: Detectron2's tools/deploy/export_model.py for detkit's models. Writes
-// DIR/model.ts (detkit/export/torchscript_export.h says what it takes and returns). With
-// --sample-image the exported module is first run on that image beside detkit's own predictor and
-// the export is refused, with nothing written, when their detections differ.
+// detkit export --config-file X --weights W --format torchscript|onnx --output DIR
+// [--sample-image IMG] [KEY VALUE ...]: Detectron2's tools/deploy/export_model.py for detkit's
+// models. Writes DIR/model.ts or DIR/model.onnx (detkit/export/torchscript_export.h and
+// onnx_export.h say what they take and return). With --sample-image a TorchScript export is
+// first run on that image beside detkit's own predictor and refused, with nothing written, when
+// their detections differ.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/jit/api/module.h>
@@ -14,8 +15,10 @@
 #include "detkit/data/image/image_io.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/export/export_plan.h"
+#include "detkit/export/onnx_export.h"
 #include "detkit/export/torchscript_export.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/file_io.h"
 #include "tools/commands.h"
 
 namespace detkit::tools {
@@ -106,10 +109,10 @@ CommandRunner add_export_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write a trained model as a file another runtime runs (TorchScript: model.ts)");
+      "export", "Write a trained model as a file another runtime runs (TorchScript, ONNX)");
   cmd->add_option("--config-file", o->config_file, "Detectron2-style YAML config")->required();
   cmd->add_option("--weights", o->weights, "model weights (sets MODEL.WEIGHTS)")->required();
-  cmd->add_option("--format", o->format, "torchscript (writes model.ts)");
+  cmd->add_option("--format", o->format, "torchscript (writes model.ts) or onnx (model.onnx)");
   cmd->add_option("--output", o->output, "folder for the exported file")->required();
   cmd->add_option("--sample-image", o->sample_image,
                   "an image to run the exported model on beside detkit before writing it");
@@ -120,10 +123,11 @@ CommandRunner add_export_command(CLI::App& app) {
       "The model.ts needs libdetkit_ops.so loaded: torch.ops.load_library(...) in Python.\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
-    if (o->format != "torchscript") {
-      throw Error("export: --format '" + o->format +
-                  "': detkit exports 'torchscript' (model.ts); ONNX is not implemented yet");
-    }
+    if (o->format != "torchscript" && o->format != "onnx")
+      throw Error("export: --format '" + o->format + "': detkit exports 'torchscript' (model.ts) or 'onnx' (model.onnx)");
+    const bool onnx = o->format == "onnx";
+    if (!o->sample_image.empty() && onnx)
+      throw Error("export: --sample-image runs the TorchScript export beside detkit; an ONNX model runs in an ONNX runtime (README: Deploy)");
     if (!o->sample_image.empty() && !fs::is_regular_file(o->sample_image))
       throw Error("export: --sample-image '" + o->sample_image + "' is not a file");
     std::vector<std::string> overrides = overrides_of(*cmd);
@@ -131,17 +135,26 @@ CommandRunner add_export_command(CLI::App& app) {
     const config::CfgNode cfg = load_config(o->config_file, overrides);
     export_::check_exportable(cfg);  // before loading weights
     engine::DefaultPredictor predictor(cfg);
-    torch::jit::Module module = export_::export_torchscript(predictor.model(), cfg);
-    if (!o->sample_image.empty()) check_on_sample(predictor, module, o->sample_image);
+    std::string onnx_bytes;
+    torch::jit::Module module;
+    if (onnx) {
+      onnx_bytes = export_::export_onnx(predictor.model(), cfg);
+    } else {
+      module = export_::export_torchscript(predictor.model(), cfg);
+      if (!o->sample_image.empty()) check_on_sample(predictor, module, o->sample_image);
+    }
     std::error_code error;
     fs::create_directories(o->output, error);
     if (error || !fs::is_directory(o->output))
       throw Error("export: cannot create the output folder '" + o->output + "'" +
                   (error ? ": " + error.message() : ""));
-    const std::string path = (fs::path(o->output) / "model.ts").string();
-    export_::save_torchscript(module, path);
-    spdlog::info("export: wrote {} ({} MB); load libdetkit_ops.so before torch.jit.load", path,
-                 fs::file_size(path) >> 20);
+    const std::string path = (fs::path(o->output) / (onnx ? "model.onnx" : "model.ts")).string();
+    if (onnx)
+      atomic_write(path, onnx_bytes);
+    else
+      export_::save_torchscript(module, path);
+    spdlog::info("export: wrote {} ({} MB){}", path, fs::file_size(path) >> 20,
+                 onnx ? "" : "; load libdetkit_ops.so before torch.jit.load");
     return 0;
   };
 }
