@@ -102,16 +102,30 @@ class OnnxWriter {
     std::string y = op("Conv", inputs,
                        {{"strides", stride}, {"pads", pads}, {"dilations", std::vector<int64_t>{c.dilation, c.dilation}},
                         {"group", c.groups}});
-    if (c.norm == "GN")
-      throw Error("ONNX export: " + name + " uses GroupNorm ('GN'), which opset " +
-                  std::to_string(kOpset) + " has no operator for");
-    if (!c.norm.empty()) {  // FrozenBN, and BN / SyncBN in eval: the running statistics
+    if (c.norm == "GN") {
+      y = group_norm(name + ".norm", y);
+    } else if (!c.norm.empty()) {  // FrozenBN, and BN / SyncBN in eval: the running statistics
       const std::string n = name + ".norm.";
       y = op("BatchNormalization",
              {y, w(n + "weight"), w(n + "bias"), w(n + "running_mean"), w(n + "running_var")},
              {{"epsilon", 1e-5}});
     }
     return c.relu ? op("Relu", {y}) : y;
+  }
+  // GroupNorm (32 groups, layers/norm.h), which opset 17 has no operator for: the channels in
+  // groups as InstanceNormalization's "channels", then the per-channel affine map.
+  std::string group_norm(const std::string& name, const std::string& x) {
+    constexpr int64_t kGroups = 32;
+    const at::Tensor gamma = p_.weights.at(name + ".weight"), beta = p_.weights.at(name + ".bias");
+    const std::string grouped = op("Reshape", {x, i64({0, kGroups, -1})});
+    const std::string normalized =
+        op("InstanceNormalization",
+           {grouped, g_.weight("group_norm.ones", at::ones({kGroups})),
+            g_.weight("group_norm.zeros", at::zeros({kGroups}))},
+           {{"epsilon", 1e-5}});
+    const std::string y = op("Reshape", {normalized, op("Shape", {x})});
+    return op("Add", {op("Mul", {y, g_.weight(name + ".weight", gamma.reshape({-1, 1, 1}))}),
+                      g_.weight(name + ".bias", beta.reshape({-1, 1, 1}))});
   }
   std::string linear(const std::string& name, const std::string& x) {
     return op("Gemm", {x, w(name + ".weight"), w(name + ".bias")}, {{"transB", int64_t{1}}});

@@ -24,8 +24,7 @@
 namespace detkit::export_ {
 
 /// The serialized ONNX model of `model` (built from `cfg`, weights loaded). A component without
-/// an exported form is a detkit::Error naming its config key (export_plan.h), one without an ONNX
-/// form (GN norms) one naming the layer.
+/// an exported form is a detkit::Error naming its config key (export_plan.h).
 std::string export_onnx(torch::nn::Module& model, const config::CfgNode& cfg);
 
 }  // namespace detkit::export_

@@ -6,6 +6,8 @@ differences.
 
 - torchscript: model.ts in Debian's Python with torch alone, libdetkit_ops.so the only detkit
   library in the process (RUNTIME: that library's path);
+- torchscript_cpp: model.ts through torch::jit::load in a C++ program that links libtorch alone
+  and dlopens libdetkit_ops.so (RUNTIME: RUNNER::OPS_LIBRARY, the runner run_torchscript.cpp);
 - onnx: model.onnx checked by onnx.checker (Debian's python3-onnx), then run by ONNX Runtime
   (onnxruntime-node; RUNTIME: the node_modules folder holding it) through run_onnx.js.
 
@@ -66,30 +68,33 @@ def run_torchscript(export_dir, ops_library, inputs):
     return outputs
 
 
-def run_onnx(export_dir, node_modules, inputs, work):
+def check_onnx(path):
     import onnx  # Debian's python3-onnx
 
-    path = os.path.join(export_dir, "model.onnx")
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
-    ops = sorted({(n.domain or "ai.onnx", n.op_type) for n in model.graph.node})
+    domains = sorted({n.domain or "ai.onnx" for n in model.graph.node})
     print(f"onnx.checker: valid, opset {model.opset_import[0].version}, "
-          f"{len(model.graph.node)} nodes, domains {sorted({d for d, _ in ops})}")
-    meta = {p.key: p.value for p in model.metadata_props}
-    in_dir, out_dir = os.path.join(work, "onnx_in"), os.path.join(work, "onnx_out")
+          f"{len(model.graph.node)} nodes, domains {domains}")
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def run_external(command, settings, inputs, work, env=None):
+    """Runs a runner (run_onnx.js, run_torchscript) on the inputs written to files; returns its
+    outputs per image."""
+    in_dir, out_dir = os.path.join(work, "runner_in"), os.path.join(work, "runner_out")
     os.makedirs(in_dir)
-    items = list(inputs(int(meta["min_size_test"]), int(meta["max_size_test"]), meta["input_format"]))
+    items = list(inputs(*settings))
     for k, (image, size) in enumerate(items):
         with open(os.path.join(in_dir, f"{k:03d}.u8"), "wb") as f:
             f.write(image.contiguous().numpy().tobytes())
         with open(os.path.join(in_dir, f"{k:03d}.json"), "w") as f:
             json.dump({"shape": list(image.shape), "original_size": list(size)}, f)
-    env = dict(os.environ, NODE_PATH=node_modules)
-    done = subprocess.run(["node", os.path.join(HERE, "run_onnx.js"), path, in_dir, out_dir],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(command + [in_dir, out_dir], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     print(done.stdout)
     if done.returncode != 0:
-        sys.exit("ONNX Runtime failed")
+        sys.exit(f"the runner failed: {' '.join(command)}")
     dtypes = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool}
     outputs = []
     for k in range(len(items)):
@@ -101,8 +106,9 @@ def run_onnx(export_dir, node_modules, inputs, work):
                 continue
             with open(os.path.join(out_dir, f"{k:03d}.{name}.bin"), "rb") as f:
                 raw = bytearray(f.read())
-            out[name] = torch.frombuffer(raw, dtype=dtypes[spec["type"]]).reshape(spec["dims"]) \
-                if raw else torch.zeros(spec["dims"], dtype=dtypes[spec["type"]])
+            dtype = dtypes[spec["type"]]
+            out[name] = (torch.frombuffer(raw, dtype=dtype).reshape(spec["dims"]) if raw
+                         else torch.zeros(spec["dims"], dtype=dtype))
         outputs.append(out)
     return outputs
 
@@ -114,12 +120,13 @@ def main():
         overrides = args[args.index("--") + 1:]
         args = args[: args.index("--")]
     fmt, detkit, runtime, work, config, weights, *images = args
-    if not os.path.exists(runtime):
+    if not all(os.path.exists(part) for part in runtime.split("::")):
         print(f"SKIPPED: the {fmt} runtime is not at {runtime} (scripts/setup.sh installs it)")
         sys.exit(77)
     shutil.rmtree(work, ignore_errors=True)
     export_dir, infer_dir = os.path.join(work, "export"), os.path.join(work, "infer")
-    run([detkit, "export", "--config-file", config, "--weights", weights, "--format", fmt,
+    run([detkit, "export", "--config-file", config, "--weights", weights,
+         "--format", "onnx" if fmt == "onnx" else "torchscript",
          "--output", export_dir, *overrides])
     run([detkit, "infer", "--config-file", config, "--weights", weights, "--input", *images,
          "--output", infer_dir, "--confidence", "0", *overrides])
@@ -130,8 +137,19 @@ def main():
 
     if fmt == "torchscript":
         outputs = run_torchscript(export_dir, runtime, inputs)
+    elif fmt == "torchscript_cpp":  # RUNTIME: run_torchscript::libdetkit_ops.so
+        runner, ops_library = runtime.split("::")
+        torch.ops.load_library(ops_library)  # here, to read the model's settings only
+        model = torch.jit.load(os.path.join(export_dir, "model.ts"))
+        settings = (model.min_size_test, model.max_size_test, model.input_format)
+        outputs = run_external([runner, os.path.join(export_dir, "model.ts"), ops_library],
+                               settings, inputs, work)
     else:
-        outputs = run_onnx(export_dir, runtime, inputs, work)
+        path = os.path.join(export_dir, "model.onnx")
+        meta = check_onnx(path)
+        settings = (int(meta["min_size_test"]), int(meta["max_size_test"]), meta["input_format"])
+        outputs = run_external(["node", os.path.join(HERE, "run_onnx.js"), path], settings, inputs,
+                               work, env=dict(os.environ, NODE_PATH=runtime))
     failures = []
     for path, out, (image, (height, width)) in zip(images, outputs, inputs(1, 1, "BGR")):
         ours = exported_detections(out)
