@@ -76,6 +76,8 @@ def check_onnx(path):
     domains = sorted({n.domain or "ai.onnx" for n in model.graph.node})
     print(f"onnx.checker: valid, opset {model.opset_import[0].version}, "
           f"{len(model.graph.node)} nodes, domains {domains}")
+    assert domains == ["ai.onnx"], f"operators outside ONNX's standard domain: {domains}"
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)], model.opset_import
     return {p.key: p.value for p in model.metadata_props}
 
 
