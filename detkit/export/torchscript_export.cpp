@@ -38,39 +38,6 @@ struct ScriptResolver : torch::jit::NativeResolver {
   }
 };
 
-// What can be exported, by config key: the value the model has, and the values that have a
-// TorchScript form.
-void require(const config::CfgNode& cfg, const std::string& key,
-             const std::vector<std::string>& supported) {
-  const std::string value = cfg.get_string(key);
-  if (std::find(supported.begin(), supported.end(), value) != supported.end()) return;
-  std::string list;
-  for (const auto& s : supported) list += (list.empty() ? "" : ", ") + s;
-  throw Error("export: " + key + " '" + value + "' has no TorchScript form in detkit (exported: " +
-              list + ")");
-}
-
-}  // namespace
-
-void check_torchscript_exportable(const config::CfgNode& cfg) {
-  require(cfg, "MODEL.META_ARCHITECTURE", {"GeneralizedRCNN", "RetinaNet"});
-  require(cfg, "MODEL.BACKBONE.NAME",
-          {"build_resnet_fpn_backbone", "build_retinanet_resnet_fpn_backbone",
-           "build_retinanet_resnet_fpn_p5_backbone"});
-  if (cfg.get_string("MODEL.META_ARCHITECTURE") == "RetinaNet") return;
-  require(cfg, "MODEL.PROPOSAL_GENERATOR.NAME", {"RPN"});
-  require(cfg, "MODEL.ANCHOR_GENERATOR.NAME", {"DefaultAnchorGenerator"});
-  require(cfg, "MODEL.RPN.HEAD_NAME", {"StandardRPNHead"});
-  require(cfg, "MODEL.ROI_HEADS.NAME", {"StandardROIHeads", "CascadeROIHeads"});
-  require(cfg, "MODEL.ROI_BOX_HEAD.NAME", {"FastRCNNConvFCHead"});
-  if (cfg.get_bool("MODEL.MASK_ON"))
-    require(cfg, "MODEL.ROI_MASK_HEAD.NAME", {"MaskRCNNConvUpsampleHead"});
-  if (cfg.get_bool("MODEL.KEYPOINT_ON"))
-    require(cfg, "MODEL.ROI_KEYPOINT_HEAD.NAME", {"KRCNNConvDeconvUpsampleHead"});
-}
-
-namespace {
-
 // Registers the module's attributes, typed as the script reads them.
 class Attributes {
  public:

@@ -15,6 +15,7 @@
 #include "detkit/export/export_plan.h"
 #include "detkit/export/torchscript_export.h"
 #include "detkit/utils/error.h"
+#include "tests/support/error_of.h"
 #include "tests/support/matched_sets.h"
 #include "tests/support/temp_dir.h"
 
@@ -110,28 +111,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"retinanet", "detectron2_retinanet", {}}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(TorchScriptExportErrors, AComponentWithoutAnExportedFormIsNamedWithItsKey) {
   config::CfgNode cfg = config::get_cfg();  // Detectron2's defaults: a C4 backbone
-  EXPECT_NE(error_of([&] { check_exportable(cfg); })
+  EXPECT_NE(testing::error_of([&] { check_exportable(cfg); })
                 .find("export: MODEL.BACKBONE.NAME 'build_resnet_backbone' has no exported form"),
             std::string::npos);
   cfg.merge_from_list({"MODEL.BACKBONE.NAME", "build_resnet_fpn_backbone", "MODEL.ROI_HEADS.NAME",
                        "Res5ROIHeads"});
-  EXPECT_EQ(error_of([&] { check_exportable(cfg); }),
+  EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
             "export: MODEL.ROI_HEADS.NAME 'Res5ROIHeads' has no exported form in detkit "
             "(exported: StandardROIHeads, CascadeROIHeads)");
   cfg = config::get_cfg();
   cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor"});
-  EXPECT_NE(error_of([&] { check_exportable(cfg); })
+  EXPECT_NE(testing::error_of([&] { check_exportable(cfg); })
                 .find("MODEL.META_ARCHITECTURE 'SemanticSegmentor' has no exported form"),
             std::string::npos);
 }
@@ -143,7 +135,7 @@ TEST(TorchScriptExportErrors, AFileThatCannotBeWrittenIsAnErrorAndLeavesNothing)
   testing::TempDir dir("torchscript_unwritable");
   const std::string blocker = dir.write("a_file", "not a folder");
   const std::string path = blocker + "/model.ts";
-  EXPECT_NE(error_of([&] { save_torchscript(module, path); }).find(path), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { save_torchscript(module, path); }).find(path), std::string::npos);
   EXPECT_FALSE(fs::exists(path));
   save_torchscript(module, dir.path("model.ts"));  // and where it can, it is whole
   EXPECT_EQ(torch::jit::load(dir.path("model.ts")).forward({}).toInt(), 1);
