@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """detkit vs torchvision side by side on this machine: training, inference and data loading
 images/s of Mask R-CNN, Faster R-CNN, RetinaNet and Keypoint R-CNN R50-FPN, alternating A/B
-runs in one invocation (--models picks some of mask,faster,retinanet,keypoint).
+runs in one invocation (--models picks some of mask,faster,retinanet,keypoint); with
+--detectron2-env, Detectron2 itself as a third side (detectron2_peer.py: the same YAML).
 
     cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
 
@@ -121,6 +122,10 @@ def detkit_command(args, task, model, iters, window):
     return command
 
 
+# The models the Detectron2 side runs (its keypoint training would need the triangles' keypoint
+# metadata registered).
+D2_MODELS = ("mask", "faster", "retinanet")
+
 # Keypoint R-CNN trains on the triangles and their corners (one class, 3 keypoints).
 KEYPOINT_TRAINING = ["DATASETS.TRAIN", "('shapes_triangles_train',)", "MODEL.ROI_HEADS.NUM_CLASSES",
                      "1", "MODEL.ROI_KEYPOINT_HEAD.NUM_KEYPOINTS", "3"]
@@ -139,6 +144,19 @@ def peer_command(args, task, model, iters, window):
     if task == "train" and model == "keypoint":
         command += ["--num-classes", "1", "--num-keypoints", "3"]
     return command
+
+
+def detectron2_command(args, task, model, iters, window):
+    """Detectron2's own trainer pieces on the same YAML (detectron2_peer.py), run by Debian's
+    python3 after sourcing --detectron2-env (which puts Detectron2's source tree on PYTHONPATH)."""
+    peer = [args.python, os.path.join(HERE, "detectron2_peer.py"), "--task", task,
+            "--config-file", os.path.join(REPO, CONFIGS[model]),
+            "--dataset-dir", os.path.join(args.work_dir, "shapes"), "--iters", str(iters),
+            "--window", window, "--threads", str(args.threads), "--workers", str(args.workers),
+            "--min-size", str(args.min_size), "--max-size", str(args.max_size)]
+    quoted = " ".join(f"'{part}'" for part in peer)
+    return ["bash", "-c", f"source '{args.detectron2_env}' && OMP_NUM_THREADS={args.threads} "
+                          f"exec {quoted}"]
 
 
 def save_raw(args, results):
@@ -170,6 +188,10 @@ def main():
     parser.add_argument("--warmup-iters", type=int, default=0,
                         help="training on both sides: Detectron2's linear warm-up over these "
                              "iterations (what a long window from random weights needs)")
+    parser.add_argument("--detectron2-env",
+                        help="a shell script that puts Detectron2's source tree on PYTHONPATH for "
+                             "Debian's python3: adds Detectron2 itself as a third side (train and "
+                             "eval of mask, faster, retinanet; docs/BENCHMARKS.md says how one was made)")
     parser.add_argument("--image-size", default="512x384",
                         help="WxH of the dataset's images, and the resize both sides run: "
                              "shorter side min(W, H), longer side <= max(W, H) (1333x800: "
@@ -210,6 +232,8 @@ def main():
             window = f"{begin}:{end}"
             sides = [("detkit", detkit_command(args, task, model, iters, window)),
                      ("torchvision", peer_command(args, task, model, iters, window))]
+            if args.detectron2_env and task != "data" and model in D2_MODELS:
+                sides.append(("detectron2", detectron2_command(args, task, model, iters, window)))
             if r % 2 == 1:
                 sides.reverse()
             for side, command in sides:
@@ -260,6 +284,19 @@ def print_table(args, plan, results):
               f"live ones) detkit {median(d, 'tree_peak_rss_mb'):.0f}, torchvision "
               f"{median(t, 'tree_peak_rss_mb'):.0f}; PSS detkit {median(d, 'tree_peak_pss_mb'):.0f}, "
               f"torchvision {median(t, 'tree_peak_pss_mb'):.0f}")
+    for task, model in plan:
+        d, d2 = results[(task, model, "detkit")], results.get((task, model, "detectron2"))
+        if not d2:
+            continue
+        ratio = median(d, "images_per_second") / median(d2, "images_per_second")
+        rounds = " ".join(f"{a['images_per_second'] / b['images_per_second']:.2f}"
+                          for a, b in zip(d, d2))
+        print(f"{task:<6} {model:<7} detkit {median(d, 'images_per_second'):.3f} vs Detectron2 "
+              f"{median(d2, 'images_per_second'):.3f} img/s: {ratio:.2f}x (per round {rounds}); "
+              f"s/it {median(d, 'seconds_per_iter'):.4f} vs {median(d2, 'seconds_per_iter'):.4f}; "
+              f"peak RSS MB (main process) {median(d, 'peak_rss_mb'):.0f} vs "
+              f"{median(d2, 'peak_rss_mb'):.0f}, process tree {median(d, 'tree_peak_rss_mb'):.0f} vs "
+              f"{median(d2, 'tree_peak_rss_mb'):.0f} ({median(d, 'tree_peak_rss_mb') / median(d2, 'tree_peak_rss_mb'):.2f}x)")
     for model in args.models.split(","):
         runs = results.get(("train", model, "detkit"))
         if runs:
