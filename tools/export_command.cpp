@@ -120,18 +120,25 @@ CommandRunner add_export_command(CLI::App& app) {
   cmd->footer(
       "Example: detkit export --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml "
       "--weights output/quick_shapes/model_final.pth --format torchscript --output deploy\n"
-      "The model.ts needs libdetkit_ops.so loaded: torch.ops.load_library(...) in Python.\n");
+      "The model.ts needs libdetkit_ops.so loaded: torch.ops.load_library(...) in Python; "
+      "model.onnx needs only an ONNX runtime (opset 17).\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
-    if (o->format != "torchscript" && o->format != "onnx")
-      throw Error("export: --format '" + o->format + "': detkit exports 'torchscript' (model.ts) or 'onnx' (model.onnx)");
+    if (o->format != "torchscript" && o->format != "onnx") {
+      throw Error("export: --format '" + o->format +
+                  "': detkit exports 'torchscript' (model.ts) or 'onnx' (model.onnx)");
+    }
     const bool onnx = o->format == "onnx";
-    if (!o->sample_image.empty() && onnx)
-      throw Error("export: --sample-image runs the TorchScript export beside detkit; an ONNX model runs in an ONNX runtime (README: Deploy)");
+    if (!o->sample_image.empty() && onnx) {
+      throw Error("export: --sample-image runs the TorchScript export beside detkit; an ONNX "
+                  "model runs in an ONNX runtime (README: Deploy)");
+    }
     if (!o->sample_image.empty() && !fs::is_regular_file(o->sample_image))
       throw Error("export: --sample-image '" + o->sample_image + "' is not a file");
     std::vector<std::string> overrides = overrides_of(*cmd);
-    overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights, "MODEL.DEVICE", "cpu"});
+    // The files run float32 on the CPU: so does the predictor their --sample-image check uses.
+    overrides.insert(overrides.end(), {"MODEL.WEIGHTS", o->weights, "MODEL.DEVICE", "cpu",
+                                       "SOLVER.AMP.ENABLED", "False"});
     const config::CfgNode cfg = load_config(o->config_file, overrides);
     export_::check_exportable(cfg);  // before loading weights
     engine::DefaultPredictor predictor(cfg);
