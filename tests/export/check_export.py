@@ -27,7 +27,7 @@ import torch  # noqa: E402
 
 from check_detectron2_user_path import listed_detections  # noqa: E402
 from detection_sets import Detections, mask_iou, match, summary  # noqa: E402
-from oracle_preprocessing import map_image  # noqa: E402
+from oracle_preprocessing import map_image, read_image  # noqa: E402
 
 BOX_TOL, SCORE_TOL, KEYPOINT_TOL, MASK_IOU, MASK_PIXELS = 1e-3, 1e-4, 0.05, 0.999, 2
 
@@ -153,7 +153,8 @@ def main():
         outputs = run_external(["node", os.path.join(HERE, "run_onnx.js"), path], settings, inputs,
                                work, env=dict(os.environ, NODE_PATH=runtime))
     failures = []
-    for path, out, (image, (height, width)) in zip(images, outputs, inputs(1, 1, "BGR")):
+    for path, out in zip(images, outputs):
+        height, width = read_image(path, "BGR").shape[:2]  # the original, EXIF orientation applied
         ours = exported_detections(out)
         stem = os.path.splitext(os.path.basename(path))[0]
         with open(os.path.join(infer_dir, stem + ".json")) as f:
