@@ -10,8 +10,9 @@
 # ROIAlign, NMS and mask pasting call detkit's own ops (ops.detkit.*, libdetkit_ops.so), so
 # an exported model gives detkit's detections wherever the file runs.
 #
-# Not Python: this text is compiled by libtorch's TorchScript compiler, with no Python module
-# in scope (aten ops as torch.* or torch.*).
+# Not Python: this text is compiled by libtorch's TorchScript compiler, with no Python module in
+# scope: `torch.<op>` is an aten op, `ops.detkit.<op>` one of detkit's (TorchScript's own spelling
+# in a saved file); dtypes by .float() / .long() / new_zeros, errors by assert.
 
 def forward(self, image: Tensor, height: int = 0, width: int = 0) -> Dict[str, Tensor]:
     # image: (C, H, W) in the config's INPUT.FORMAT, uint8 or float 0..255, already resized as
