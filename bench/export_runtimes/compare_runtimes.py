@@ -21,9 +21,12 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+EXPORT_TESTS = os.path.join(HERE, "..", "..", "tests", "export")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "parity"))
+sys.path.insert(0, EXPORT_TESTS)
 import torch  # noqa: E402
 
+from check_export import write_runner_inputs  # noqa: E402
 from oracle_preprocessing import map_image  # noqa: E402
 
 
@@ -92,13 +95,8 @@ def main():
                         elapsed += time.perf_counter() - start
             torchscript[threads] = (end - begin) / elapsed
 
-        os.makedirs(f"{tmp}/in")
-        for k, (image, size) in enumerate(inputs):
-            with open(f"{tmp}/in/{k:03d}.u8", "wb") as f:
-                f.write(image.contiguous().numpy().tobytes())
-            with open(f"{tmp}/in/{k:03d}.json", "w") as f:
-                json.dump({"shape": list(image.shape), "original_size": list(size)}, f)
-        subprocess.run(["node", os.path.join(HERE, "..", "..", "tests", "export", "run_onnx.js"),
+        write_runner_inputs(inputs, f"{tmp}/in")
+        subprocess.run(["node", os.path.join(EXPORT_TESTS, "run_onnx.js"),
                         f"{tmp}/export/model.onnx", f"{tmp}/in", f"{tmp}/out"], check=True,
                        capture_output=True, env=dict(os.environ, NODE_PATH=args.node_modules))
         ms = [json.load(open(f"{tmp}/out/{k:03d}.json"))["milliseconds"] for k in range(begin, end)]

@@ -32,9 +32,13 @@ from oracle_preprocessing import map_image, read_image  # noqa: E402
 BOX_TOL, SCORE_TOL, KEYPOINT_TOL, MASK_IOU, MASK_PIXELS = 1e-3, 1e-4, 0.05, 0.999, 2
 
 
+TIMEOUT_S = 240  # each child process; ctest's own limit for the test is 300 s
+
+
 def run(command):
     print("+", " ".join(command), flush=True)
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=TIMEOUT_S)
     print(done.stdout[-3000:])
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}")
@@ -81,19 +85,25 @@ def check_onnx(path):
     return {p.key: p.value for p in model.metadata_props}
 
 
-def run_external(command, settings, inputs, work, env=None):
-    """Runs a runner (run_onnx.js, run_torchscript) on the inputs written to files; returns its
-    outputs per image."""
-    in_dir, out_dir = os.path.join(work, "runner_in"), os.path.join(work, "runner_out")
+def write_runner_inputs(items, in_dir):
+    """(image uint8 (3, h, w), (height, width)) pairs as the runners read them: <k>.u8 the
+    image's bytes, <k>.json its shape and original size."""
     os.makedirs(in_dir)
-    items = list(inputs(*settings))
     for k, (image, size) in enumerate(items):
         with open(os.path.join(in_dir, f"{k:03d}.u8"), "wb") as f:
             f.write(image.contiguous().numpy().tobytes())
         with open(os.path.join(in_dir, f"{k:03d}.json"), "w") as f:
             json.dump({"shape": list(image.shape), "original_size": list(size)}, f)
+
+
+def run_external(command, settings, inputs, work, env=None):
+    """Runs a runner (run_onnx.js, run_torchscript) on the inputs written to files; returns its
+    outputs per image."""
+    in_dir, out_dir = os.path.join(work, "runner_in"), os.path.join(work, "runner_out")
+    items = list(inputs(*settings))
+    write_runner_inputs(items, in_dir)
     done = subprocess.run(command + [in_dir, out_dir], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+                          stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
     print(done.stdout)
     if done.returncode != 0:
         sys.exit(f"the runner failed: {' '.join(command)}")
