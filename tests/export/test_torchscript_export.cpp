@@ -14,6 +14,7 @@
 #include "detkit/engine/predictor.h"
 #include "detkit/export/export_plan.h"
 #include "detkit/export/torchscript_export.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/utils/error.h"
 #include "tests/support/error_of.h"
 #include "tests/support/matched_sets.h"
@@ -125,6 +126,33 @@ TEST(TorchScriptExportErrors, AComponentWithoutAnExportedFormIsNamedWithItsKey) 
   cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor"});
   EXPECT_NE(testing::error_of([&] { check_exportable(cfg); })
                 .find("MODEL.META_ARCHITECTURE 'SemanticSegmentor' has no exported form"),
+            std::string::npos);
+}
+
+// The README demo's config; its model with random weights: what plan_export reads of a model
+// needs no training.
+config::CfgNode demo_config() {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_file(std::string(DETKIT_SOURCE_DIR) + "/configs/quick/mask_rcnn_R_18_FPN_shapes.yaml");
+  return cfg;
+}
+
+TEST(TorchScriptExportErrors, ALayerThePlanDoesNotRunIsNamedNotSkipped) {
+  auto model = modeling::build_model(demo_config());
+  EXPECT_EQ(plan_export(*model, demo_config()).weights.count("roi_heads.box_predictor.cls_score.weight"), 1u);
+  // A layer of a kind the exported model has no form for (here a BatchNorm outside any conv).
+  model->register_module("extra_norm", torch::nn::BatchNorm2d(8));
+  EXPECT_EQ(testing::error_of([&] { plan_export(*model, demo_config()); }),
+            "export: extra_norm.weight belongs to a layer without an exported form (extra_norm)");
+}
+
+TEST(TorchScriptExportErrors, ATransposedConvolutionWithOtherSettingsIsNamed) {
+  auto model = modeling::build_model(demo_config());
+  model->register_module("odd_deconv", torch::nn::ConvTranspose2d(
+      torch::nn::ConvTranspose2dOptions(8, 8, 2).stride(2).output_padding(1)));
+  EXPECT_NE(testing::error_of([&] { plan_export(*model, demo_config()); })
+                .find("export: the transposed convolution odd_deconv has settings the exported "
+                      "model does not handle"),
             std::string::npos);
 }
 
