@@ -107,6 +107,8 @@ TEST(BlockedMaps, ConvolutionsAndGradientsAgreeWithConv2d) {
       {2, 64, 64, 25, 33, 3, 2, 1, 1, false, "3x3 stride 2, odd map"},
       {1, 32, 48, 12, 16, 3, 1, 2, 2, true, "3x3 dilation 2, bias"},
       {1, 16, 32, 20, 20, 7, 2, 3, 1, true, "7x7 stride 2, bias"},
+      // over kScratchpadPerBatchBytes of Winograd scratchpad for the batch: image by image
+      {2, 128, 128, 100, 168, 3, 1, 1, 1, true, "3x3 (Winograd) on a large map, bias"},
   };
   for (const ConvCase& k : cases) {
     SCOPED_TRACE(k.name);

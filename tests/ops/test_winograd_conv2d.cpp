@@ -9,6 +9,8 @@
 #include <iostream>
 #include <string>
 
+#include "detkit/ops/cpu/conv_primitives.h"
+#include "detkit/ops/cpu/winograd_conv2d_kernel.h"
 #include "detkit/ops/winograd_conv2d.h"
 
 namespace detkit::ops {
@@ -104,6 +106,44 @@ TEST(WinogradConv2d, ChannelsLastMapsGiveTheSameValuesInTheirOwnLayout) {
     EXPECT_TRUE(at::equal(nhwc.grad_input, nchw.grad_input));
     EXPECT_TRUE(at::equal(nhwc.grad_weight, nchw.grad_weight));
     EXPECT_TRUE(at::equal(nhwc.grad_bias, nchw.grad_bias));
+  }
+}
+
+TEST(WinogradConv2d, ABatchWhoseScratchpadIsLargeRunsImageByImage) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::manual_seed(3);
+  // A map whose scratchpad exceeds the bound for two images and not for one.
+  const Case k{2, 128, 128, 100, 168, true};
+  const int64_t bound = cpu::kScratchpadPerBatchBytes;
+  ASSERT_GT(cpu::winograd_scratchpad_bytes(k.n, k.c, k.o, k.h, k.w, k.bias), bound);
+  ASSERT_LE(cpu::winograd_scratchpad_bytes(1, k.c, k.o, k.h, k.w, k.bias), bound);
+  const auto cl = at::MemoryFormat::ChannelsLast;
+  for (const bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "channels-last" : "NCHW");
+    at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
+    const at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
+    const at::Tensor b = at::randn({k.o}) * 0.1, g = at::randn({k.n, k.o, k.h, k.w});
+    if (channels_last) x = x.contiguous(cl);
+    const Result batch = run(true, x, w, b, g);
+    // The batch's gradients are its images' own: input gradients side by side, the weight's and
+    // bias's summed in image order.
+    const Result first = run(true, x.narrow(0, 0, 1), w, b, g.narrow(0, 0, 1));
+    const Result second = run(true, x.narrow(0, 1, 1), w, b, g.narrow(0, 1, 1));
+    EXPECT_TRUE(at::equal(batch.grad_input, at::cat({first.grad_input, second.grad_input})));
+    EXPECT_TRUE(at::equal(batch.grad_weight, first.grad_weight + second.grad_weight));
+    EXPECT_TRUE(at::equal(batch.grad_bias, first.grad_bias + second.grad_bias));
+    EXPECT_TRUE(at::equal(batch.out, at::cat({first.out, second.out})));
+    // And libtorch's float32 convolution's, within Winograd's rounding.
+    const Result direct = run(false, x, w, b, g);
+    const double e_input = relative_error(batch.grad_input, direct.grad_input.to(at::kDouble));
+    const double e_weight = relative_error(batch.grad_weight, direct.grad_weight.to(at::kDouble));
+    std::cout << "[ winograd ] " << describe(k) << " image by image: max diff / max |value| vs "
+              << "at::conv2d output " << relative_error(batch.out, direct.out.to(at::kDouble))
+              << ", grad_input " << e_input << ", grad_weight " << e_weight << std::endl;
+    EXPECT_LT(relative_error(batch.out, direct.out.to(at::kDouble)), 1e-5);
+    EXPECT_LT(e_input, 1e-5);
+    EXPECT_LT(e_weight, 1e-5);
+    EXPECT_LT(relative_error(batch.grad_bias, direct.grad_bias.to(at::kDouble)), 1e-5);
   }
 }
 

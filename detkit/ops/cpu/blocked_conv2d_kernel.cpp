@@ -117,6 +117,17 @@ std::shared_ptr<BlockedConv> conv_for(const ShapeKey& k) {
   return cache.get(k);
 }
 
+/// The primitives of k's shape for n images, the backward ones made if `backward`.
+ConvPrimitivesFor primitives_for(const ShapeKey& k, bool backward) {
+  return [k, backward](int64_t n) {
+    ShapeKey batch = k;
+    batch.n = n;
+    const auto conv = conv_for(batch);
+    if (backward) ensure_backward(*conv);
+    return std::shared_ptr<const ConvPrimitives>(conv, &conv->p);
+  };
+}
+
 at::Tensor blocked_empty(int64_t n, int64_t channels, int64_t h, int64_t w,
                          const at::TensorOptions& options) {
   return at::empty({n, channels / 16, h, w, 16}, options);
@@ -131,7 +142,8 @@ at::Tensor blocked_conv2d_forward(const at::Tensor& input, const at::Tensor& wei
   const ShapeKey k = key_of(input, weight, bias.defined(), geometry);
   const auto conv = conv_for(k);
   at::Tensor out = blocked_empty(k.n, k.o, conv->out_h(), conv->out_w(), input.options());
-  run_conv_forward(conv->p, input, weight, bias, out, k.layouts());
+  run_conv_forward_by_images(primitives_for(k, /*backward=*/false), input, weight, bias, out,
+                             k.layouts());
   return out;
 }
 
@@ -139,10 +151,8 @@ ConvGrads blocked_conv2d_backward(const at::Tensor& grad_output, const at::Tenso
                                   const at::Tensor& weight, bool with_bias,
                                   const ConvGeometry& geometry, std::array<bool, 3> needed) {
   const ShapeKey k = key_of(input, weight, with_bias, geometry);
-  const auto conv = conv_for(k);
-  ensure_backward(*conv);
-  return run_conv_backward(conv->p, grad_output.contiguous(), input, weight, with_bias, needed,
-                           k.layouts());
+  return run_conv_backward_by_images(primitives_for(k, /*backward=*/true), grad_output.contiguous(),
+                                     input, weight, with_bias, needed, k.layouts());
 }
 
 }  // namespace detkit::ops::cpu

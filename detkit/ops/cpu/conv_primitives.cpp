@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include "detkit/ops/cpu/onednn_execution.h"
 
@@ -26,13 +28,14 @@ void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at
 
 ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
                             const at::Tensor& input, const at::Tensor& weight, bool with_bias,
-                            std::array<bool, 3> needed, MapLayouts maps) {
+                            std::array<bool, 3> needed, MapLayouts maps,
+                            const at::Tensor& grad_input) {
   const at::Tensor w = weight.contiguous();
   ConvGrads grads;
   Execution e;  // one for both passes: grad_output is reordered once
   if (needed[0]) {
     const auto& pd = *p.backward_input_pd;
-    grads.input = at::empty_like(input);  // in the input's layout
+    grads.input = grad_input.defined() ? grad_input : at::empty_like(input);
     e.run(*p.backward_input, pd,
           {{DNNL_ARG_DIFF_DST, e.input(grad_output, pd.diff_dst_desc(), maps.output)},
            {DNNL_ARG_WEIGHTS, e.input(w, pd.weights_desc(), tag::oihw)},
@@ -51,6 +54,52 @@ ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_outp
     e.run(*p.backward_weight, pd, std::move(args));
     if (!needed[1]) grads.weight = at::Tensor();
     if (!needed[2]) grads.bias = at::Tensor();
+  }
+  return grads;
+}
+
+int64_t forward_scratchpad_bytes(const ConvPrimitives& p) {
+  return int64_t(p.forward_pd.scratchpad_desc().get_size());
+}
+
+int64_t backward_scratchpad_bytes(const ConvPrimitives& p) {
+  return int64_t(std::max(p.backward_input_pd->scratchpad_desc().get_size(),
+                          p.backward_weight_pd->scratchpad_desc().get_size()));
+}
+
+void run_conv_forward_by_images(const ConvPrimitivesFor& primitives, const at::Tensor& input,
+                                const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& out, MapLayouts maps) {
+  const int64_t n = input.size(0);
+  const auto whole = primitives(n);
+  if (n == 1 || forward_scratchpad_bytes(*whole) <= kScratchpadPerBatchBytes) {
+    run_conv_forward(*whole, input, weight, bias, out, maps);
+    return;
+  }
+  const auto one = primitives(1);
+  for (int64_t i = 0; i < n; ++i)
+    run_conv_forward(*one, input.narrow(0, i, 1), weight, bias, out.narrow(0, i, 1), maps);
+}
+
+ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
+                                      const at::Tensor& grad_output, const at::Tensor& input,
+                                      const at::Tensor& weight, bool with_bias,
+                                      std::array<bool, 3> needed, MapLayouts maps) {
+  const int64_t n = input.size(0);
+  const auto whole = primitives(n);
+  if (n == 1 || backward_scratchpad_bytes(*whole) <= kScratchpadPerBatchBytes)
+    return run_conv_backward(*whole, grad_output, input, weight, with_bias, needed, maps);
+  const auto one = primitives(1);
+  ConvGrads grads;
+  if (needed[0]) grads.input = at::empty_like(input);
+  for (int64_t i = 0; i < n; ++i) {
+    ConvGrads g = run_conv_backward(
+        *one, grad_output.narrow(0, i, 1), input.narrow(0, i, 1), weight, with_bias, needed, maps,
+        needed[0] ? grads.input.narrow(0, i, 1) : at::Tensor());
+    for (auto [sum, part] : {std::pair{&grads.weight, &g.weight}, {&grads.bias, &g.bias}}) {
+      if (!part->defined()) continue;
+      *sum = sum->defined() ? sum->add_(*part) : *part;
+    }
   }
   return grads;
 }

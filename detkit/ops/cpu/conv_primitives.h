@@ -6,6 +6,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <array>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
@@ -39,10 +41,42 @@ void run_conv_forward(const ConvPrimitives& p, const at::Tensor& input, const at
                       const at::Tensor& bias, const at::Tensor& out, MapLayouts maps);
 
 /// p's backward passes (made) for grad_output stored as the output is: needed = {input, weight,
-/// bias}; the input's gradient comes in the input's layout. oneDNN computes the weight's and the
-/// bias's in one pass.
+/// bias}; the input's gradient comes in the input's layout, written into `grad_input` where that
+/// is defined (a tensor laid out as the input). oneDNN computes the weight's and the bias's in
+/// one pass.
 ConvGrads run_conv_backward(const ConvPrimitives& p, const at::Tensor& grad_output,
                             const at::Tensor& input, const at::Tensor& weight, bool with_bias,
-                            std::array<bool, 3> needed, MapLayouts maps);
+                            std::array<bool, 3> needed, MapLayouts maps,
+                            const at::Tensor& grad_input = at::Tensor());
+
+/// The bytes of scratchpad p's forward pass asks oneDNN for; the larger of its backward passes
+/// (made).
+int64_t forward_scratchpad_bytes(const ConvPrimitives& p);
+int64_t backward_scratchpad_bytes(const ConvPrimitives& p);
+
+/// A convolution's primitives for a batch of n images (their backward ones made where the caller
+/// runs a backward pass).
+using ConvPrimitivesFor = std::function<std::shared_ptr<const ConvPrimitives>(int64_t n)>;
+
+/// Above this many bytes of oneDNN scratchpad for the whole batch, a pass runs image by image.
+/// A Winograd pass's scratchpad holds the transformed maps of the whole batch (635 MB forward,
+/// 656 MB backward for 2 x 256 channels at 336x200: the FPN's and the RPN head's P2 at
+/// 1333x800), and the per-thread scratchpad keeps the largest size it was asked for through
+/// every later step.
+constexpr int64_t kScratchpadPerBatchBytes = int64_t{64} << 20;
+
+/// run_conv_forward for the convolution `primitives` gives for the batch: at once, or one image
+/// at a time where the whole batch's scratchpad would exceed kScratchpadPerBatchBytes. Maps are
+/// sliced along the batch: every layout here keeps an image contiguous.
+void run_conv_forward_by_images(const ConvPrimitivesFor& primitives, const at::Tensor& input,
+                                const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& out, MapLayouts maps);
+
+/// run_conv_backward likewise (the weight's and bias's gradients then summed over the images, in
+/// their order).
+ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
+                                      const at::Tensor& grad_output, const at::Tensor& input,
+                                      const at::Tensor& weight, bool with_bias,
+                                      std::array<bool, 3> needed, MapLayouts maps);
 
 }  // namespace detkit::ops::cpu

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -96,6 +97,17 @@ std::shared_ptr<WinogradConv> conv_for(const ShapeKey& k) {
   return conv;
 }
 
+/// The primitives of k's shape for n images, the backward ones made if `backward`.
+ConvPrimitivesFor primitives_for(const ShapeKey& k, bool backward) {
+  return [k, backward](int64_t n) {
+    ShapeKey batch = k;
+    batch.n = n;
+    const auto conv = conv_for(batch);
+    if (backward) ensure_backward(*conv);
+    return std::shared_ptr<const ConvPrimitives>(conv, &conv->p);
+  };
+}
+
 // How a feature map is stored: NCHW (contiguous) or NHWC (channels-last contiguous).
 tag map_layout(const at::Tensor& t) {
   if (t.is_contiguous()) return tag::nchw;
@@ -117,22 +129,25 @@ bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                    const at::Tensor& bias) {
   const ShapeKey k = key_of(input, weight, bias.defined());
-  const auto conv = conv_for(k);
   const tag maps = map_layout(input);
   at::Tensor out =
       at::empty({k.n, k.o, k.h, k.w}, input.options().memory_format(memory_format_of(maps)));
-  run_conv_forward(conv->p, input, weight, bias, out, maps);
+  run_conv_forward_by_images(primitives_for(k, /*backward=*/false), input, weight, bias, out, maps);
   return out;
+}
+
+int64_t winograd_scratchpad_bytes(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias) {
+  const auto p = primitives_for({n, c, o, h, w, bias}, /*backward=*/true)(n);
+  return std::max(forward_scratchpad_bytes(*p), backward_scratchpad_bytes(*p));
 }
 
 ConvGrads winograd_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input,
                                    const at::Tensor& weight, bool with_bias,
                                    std::array<bool, 3> needed) {
-  const auto conv = conv_for(key_of(input, weight, with_bias));
-  ensure_backward(*conv);
   const tag maps = map_layout(input);
-  return run_conv_backward(conv->p, grad_output.contiguous(memory_format_of(maps)), input, weight,
-                           with_bias, needed, maps);
+  return run_conv_backward_by_images(primitives_for(key_of(input, weight, with_bias), true),
+                                     grad_output.contiguous(memory_format_of(maps)), input, weight,
+                                     with_bias, needed, maps);
 }
 
 }  // namespace detkit::ops::cpu

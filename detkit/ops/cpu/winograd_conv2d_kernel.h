@@ -17,9 +17,16 @@ namespace detkit::ops::cpu {
 /// bias: whether the convolution adds one.
 bool winograd_kernel_available(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias);
 
-/// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W).
+/// input (N, C, H, W), weight (O, C, 3, 3), bias (O) or undefined -> (N, O, H, W). Forward and
+/// backward, a batch whose scratchpad would be large runs one image at a time
+/// (conv_primitives.h).
 at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& weight,
                                    const at::Tensor& bias);
+
+/// The bytes of oneDNN scratchpad the largest pass (forward or backward) of this shape would take
+/// for the whole batch at once (above kScratchpadPerBatchBytes, the passes run image by image).
+/// The shape must have Winograd kernels.
+int64_t winograd_scratchpad_bytes(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias);
 
 /// Gradients of winograd_conv2d_forward(input, weight, bias) for grad_output (N, O, H, W):
 /// needed = {input, weight, bias}. oneDNN computes the weight's and the bias's in one pass.
