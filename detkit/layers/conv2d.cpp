@@ -63,13 +63,46 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
 }
 
 at::Tensor Conv2dImpl::forward_blocked(const at::Tensor& x) {
+  return normalize_blocked(convolve_blocked(x));
+}
+
+at::Tensor Conv2dImpl::convolve_blocked(const at::Tensor& x) {
   const auto& o = options_;
   TORCH_CHECK(o.groups() == 1, "Conv2d: a blocked map needs one group, got ", o.groups());
-  const at::Tensor y =
-      ops::is_blocked(x)
-          ? ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation())
-          : ops::plain_to_blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation());
-  return blocked_norm_forward(norm_, y, o.relu());
+  return ops::is_blocked(x)
+             ? ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation())
+             : ops::plain_to_blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(),
+                                            o.dilation());
+}
+
+at::Tensor Conv2dImpl::normalize_blocked(const at::Tensor& convolved) {
+  return blocked_norm_forward(norm_, convolved, options_.relu());
+}
+
+bool Conv2dImpl::remakes_before(const at::Tensor& convolved, const Conv2dImpl& next) {
+  return normalizes_by_batch(norm_) != nullptr && options_.relu() && ops::is_blocked(convolved) &&
+         next.options_.groups() == 1;
+}
+
+at::Tensor Conv2dImpl::normalize_then_convolve_blocked(const at::Tensor& convolved,
+                                                       Conv2dImpl& next) {
+  if (!remakes_before(convolved, next)) return next.convolve_blocked(normalize_blocked(convolved));
+  const auto& n = next.options_;
+  return ops::blocked_batch_norm_relu_conv2d(convolved, batch_statistics_step(*normalizes_by_batch(norm_)),
+                                             next.weight_, next.bias_, n.stride(), n.padding(),
+                                             n.dilation());
+}
+
+at::Tensor Conv2dImpl::normalize_then_forward_blocked(const at::Tensor& convolved,
+                                                      Conv2dImpl& next) {
+  auto* next_bn = normalizes_by_batch(next.norm_);
+  if (next_bn == nullptr || next.options_.relu() || !remakes_before(convolved, next))
+    return next.normalize_blocked(normalize_then_convolve_blocked(convolved, next));
+  const auto& n = next.options_;
+  const ops::BatchNormArgs norm = batch_statistics_step(*normalizes_by_batch(norm_));
+  return ops::blocked_batch_norm_relu_conv2d_batch_norm(convolved, norm, next.weight_, next.bias_,
+                                                        n.stride(), n.padding(), n.dilation(),
+                                                        batch_statistics_step(*next_bn));
 }
 
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {

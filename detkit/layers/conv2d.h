@@ -34,12 +34,29 @@ class Conv2dImpl : public torch::nn::Module {
   /// A blocked result from a blocked x, or from a plain (N, C, H, W) float32 one (a network's
   /// first convolution, on its images; any C): one group, a norm with norm_has_blocked_form.
   at::Tensor forward_blocked(const at::Tensor& x);
+  /// forward_blocked in two halves: the convolution alone, then its norm and ReLU.
+  at::Tensor convolve_blocked(const at::Tensor& x);
+  at::Tensor normalize_blocked(const at::Tensor& convolved);
+  /// next.convolve_blocked(normalize_blocked(convolved)): a chain of convolutions on blocked maps
+  /// (a ResNet block's). Where this norm is a BatchNorm on its batch's statistics followed by the
+  /// ReLU, the pair runs as ops::blocked_batch_norm_relu_conv2d: the normalized map between them
+  /// is not kept for the backward pass but remade there.
+  at::Tensor normalize_then_convolve_blocked(const at::Tensor& convolved, Conv2dImpl& next);
+  /// next.normalize_blocked(normalize_then_convolve_blocked(convolved, next)). Where both norms
+  /// are BatchNorms on their batch's statistics, this one followed by the ReLU and next's by none,
+  /// the three run as ops::blocked_batch_norm_relu_conv2d_batch_norm: next's convolution's output
+  /// is not kept for the backward pass either.
+  at::Tensor normalize_then_forward_blocked(const at::Tensor& convolved, Conv2dImpl& next);
 
   const Conv2dOptions& options() const { return options_; }
   at::Tensor& weight() { return weight_; }
   at::Tensor& bias() { return bias_; }
 
  private:
+  /// Whether this norm and ReLU on `convolved`, then next's convolution, can run with the
+  /// normalized map remade in backward.
+  bool remakes_before(const at::Tensor& convolved, const Conv2dImpl& next);
+
   Conv2dOptions options_;
   at::Tensor weight_, bias_;
   torch::nn::AnyModule norm_;

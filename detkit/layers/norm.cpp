@@ -54,17 +54,32 @@ at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x,
     if (o.affine()) shift = shift + bn->bias;
     return ops::blocked_channel_affine(x, scale, shift, relu);
   }
+  const ops::BatchNormArgs a = batch_statistics_step(*bn);
+  return ops::blocked_batch_norm(x, a.weight, a.bias, a.running_mean, a.running_var, a.momentum,
+                                 a.eps, relu);
+}
+
+torch::nn::BatchNorm2dImpl* normalizes_by_batch(torch::nn::AnyModule& norm) {
+  if (norm.is_empty()) return nullptr;
+  auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(norm.ptr().get());
+  return bn != nullptr && (bn->is_training() || !bn->options.track_running_stats()) ? bn : nullptr;
+}
+
+ops::BatchNormArgs batch_statistics_step(torch::nn::BatchNorm2dImpl& bn) {
   // torch::nn::BatchNorm2d's training step: count the batch, momentum or a cumulative average.
+  const auto& o = bn.options;
   double momentum = 0.0;
   if (o.track_running_stats()) {
     at::NoGradGuard no_grad;
-    bn->num_batches_tracked.add_(1);
-    momentum = o.momentum() ? *o.momentum() : 1.0 / bn->num_batches_tracked.item<double>();
+    bn.num_batches_tracked.add_(1);
+    momentum = o.momentum() ? *o.momentum() : 1.0 / bn.num_batches_tracked.item<double>();
   }
-  return ops::blocked_batch_norm(
-      x, o.affine() ? bn->weight : at::Tensor(), o.affine() ? bn->bias : at::Tensor(),
-      o.track_running_stats() ? bn->running_mean : at::Tensor(),
-      o.track_running_stats() ? bn->running_var : at::Tensor(), momentum, o.eps(), relu);
+  return {o.affine() ? bn.weight : at::Tensor(),
+          o.affine() ? bn.bias : at::Tensor(),
+          o.track_running_stats() ? bn.running_mean : at::Tensor(),
+          o.track_running_stats() ? bn.running_var : at::Tensor(),
+          momentum,
+          o.eps()};
 }
 
 std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch::nn::Module& model) {

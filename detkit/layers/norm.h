@@ -3,10 +3,13 @@
 // "" (none), "BN", "SyncBN" / "naiveSyncBN" / "naiveSyncBN_N" (statistics of the global batch
 // over all ranks, see sync_batch_norm.h; plain BN in one process), "FrozenBN", "GN" (32 groups).
 #include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/any.h>
 
 #include <string>
 #include <unordered_set>
+
+#include "detkit/ops/blocked_maps.h"
 
 namespace detkit::layers {
 
@@ -22,6 +25,15 @@ bool norm_has_blocked_form(const std::string& name);
 /// num_batches_tracked), by the running ones in eval; FrozenBN as its affine form. With `relu`,
 /// followed by a ReLU (fused into training BatchNorm's pass).
 at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu);
+
+/// `norm` as a BatchNorm that normalizes by its batch's statistics (in training, or without
+/// running statistics); nullptr for any other norm or mode.
+torch::nn::BatchNorm2dImpl* normalizes_by_batch(torch::nn::AnyModule& norm);
+
+/// A batch-statistics BatchNorm's arguments to ops::blocked_batch_norm for one forward pass, the
+/// batch counted as its forward() counts it (num_batches_tracked; momentum or the cumulative
+/// average's). Call once per forward pass.
+ops::BatchNormArgs batch_statistics_step(torch::nn::BatchNorm2dImpl& bn);
 
 /// The parameters (affine weight and bias) of every normalisation layer in `model`: BatchNorm,
 /// NaiveSyncBatchNorm, GroupNorm, LayerNorm (FrozenBatchNorm2d has buffers only). What mixed

@@ -50,6 +50,36 @@ at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, con
                               const at::Tensor& running_mean, const at::Tensor& running_var,
                               double momentum, double eps, bool relu = false);
 
+/// A training BatchNorm's arguments to blocked_batch_norm (but relu).
+struct BatchNormArgs {
+  at::Tensor weight, bias, running_mean, running_var;
+  double momentum, eps;
+};
+
+/// blocked_conv2d(blocked_batch_norm(x, norm..., relu = true), weight, bias, stride, padding,
+/// dilation): the same values and gradients, but the convolution keeps for its backward pass not
+/// the normalized map it reads but what remakes it (x and the batch's statistics, which the
+/// BatchNorm keeps anyway), and normalizes x again there (oneDNN's kernel given the statistics:
+/// the same values bit for bit). One map fewer held from the forward pass to the backward one,
+/// for one more BatchNorm pass (memory-bound, a few ms) in the backward one. A map whose
+/// statistics are not finite runs the two ops apart.
+at::Tensor blocked_batch_norm_relu_conv2d(const at::Tensor& x, const BatchNormArgs& norm,
+                                          const at::Tensor& weight, const at::Tensor& bias,
+                                          int64_t stride, int64_t padding, int64_t dilation);
+
+/// blocked_batch_norm(blocked_batch_norm_relu_conv2d(x, norm, weight, bias, stride, padding,
+/// dilation), out_norm..., relu = false): a ResNet bottleneck's last convolution and its
+/// BatchNorm, after the BatchNorm and ReLU before them. The same values and gradients, but
+/// neither the normalized map nor the convolution's output is kept for the backward pass: both
+/// are remade there (the convolution run again: a 1x1 one in a bottleneck, a few GFLOP). Two maps
+/// fewer held from the forward pass to the backward one; a non-finite statistic runs the ops
+/// apart.
+at::Tensor blocked_batch_norm_relu_conv2d_batch_norm(const at::Tensor& x, const BatchNormArgs& norm,
+                                                     const at::Tensor& weight,
+                                                     const at::Tensor& bias, int64_t stride,
+                                                     int64_t padding, int64_t dilation,
+                                                     const BatchNormArgs& out_norm);
+
 /// at::upsample_nearest2d(x, 2H x 2W) of a blocked map: every pixel copied to a 2 x 2 square.
 at::Tensor blocked_upsample_nearest2x(const at::Tensor& x);
 

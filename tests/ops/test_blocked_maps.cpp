@@ -188,6 +188,98 @@ TEST(BlockedMaps, TrainingBatchNormAgreesWithLibtorchAndUpdatesRunningStatistics
   EXPECT_GT(out.isnan().sum().item<int64_t>(), 0);
 }
 
+// The pair that remakes its normalized map in backward against the two ops apart: the same
+// values and gradients, bit for bit (the remake is oneDNN's kernel given the same statistics).
+TEST(BlockedMaps, ABatchNormReluConvolutionPairRemadeInBackwardIsTheTwoOpsBitForBit) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(4);
+  const int64_t c = 32, o = 48;
+  const at::Tensor x = at::randn({2, c, 20, 24}) * 2 + 0.5, g = at::randn({2, o, 20, 24});
+  const at::Tensor w = at::rand({c}) + 0.5, b = at::randn({c});
+  const at::Tensor conv_w = at::randn({o, c, 3, 3}) * 0.1, conv_b = at::randn({o}) * 0.1;
+  struct Run {
+    at::Tensor out, grad_x, grad_w, grad_b, grad_conv_w, grad_conv_b, mean, var;
+  };
+  auto run = [&](bool paired, const at::Tensor& input) {
+    Run r;
+    at::Tensor x1 = to_blocked(input).detach().requires_grad_(true);
+    at::Tensor w1 = w.clone().requires_grad_(true), b1 = b.clone().requires_grad_(true);
+    at::Tensor cw = conv_w.clone().requires_grad_(true), cb = conv_b.clone().requires_grad_(true);
+    r.mean = at::zeros({c});
+    r.var = at::ones({c});
+    r.out = from_blocked(
+        paired ? blocked_batch_norm_relu_conv2d(x1, {w1, b1, r.mean, r.var, 0.1, 1e-5}, cw, cb,
+                                                1, 1, 1)
+               : blocked_conv2d(blocked_batch_norm(x1, w1, b1, r.mean, r.var, 0.1, 1e-5, true),
+                                cw, cb, 1, 1, 1));
+    r.out.backward(g);
+    r.grad_x = x1.grad(), r.grad_w = w1.grad(), r.grad_b = b1.grad();
+    r.grad_conv_w = cw.grad(), r.grad_conv_b = cb.grad();
+    return r;
+  };
+  const Run apart = run(false, x), paired = run(true, x);
+  const at::Tensor Run::*fields[] = {&Run::out,         &Run::grad_x,      &Run::grad_w,
+                                     &Run::grad_b,      &Run::grad_conv_w, &Run::grad_conv_b,
+                                     &Run::mean,        &Run::var};
+  for (const auto field : fields) {
+    ASSERT_TRUE((paired.*field).defined());
+    EXPECT_TRUE(at::equal(paired.*field, apart.*field));
+  }
+  EXPECT_GT(apart.out.abs().sum().item<double>(), 0.0);
+  // A NaN in the map: the two ops apart (the ReLU unfused), so it reaches the output.
+  at::Tensor with_nan = x.clone();
+  with_nan[0][3][4][5] = std::numeric_limits<float>::quiet_NaN();
+  const Run nan_apart = run(false, with_nan), nan_paired = run(true, with_nan);
+  EXPECT_TRUE(at::equal(nan_paired.out.isnan(), nan_apart.out.isnan()));
+  EXPECT_GT(nan_paired.out.isnan().sum().item<int64_t>(), 0);
+}
+
+// A bottleneck's tail (BatchNorm + ReLU, a 1x1 convolution, BatchNorm) whose normalized map and
+// convolution output are remade in backward, against the three ops apart: bit for bit, running
+// statistics included.
+TEST(BlockedMaps, ABottlenecksTailRemadeInBackwardIsItsThreeOpsBitForBit) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(5);
+  const int64_t c = 32, o = 64;
+  const at::Tensor x = at::randn({2, c, 12, 14}) * 2 + 0.5, g = at::randn({2, o, 12, 14});
+  const at::Tensor w = at::rand({c}) + 0.5, b = at::randn({c});
+  const at::Tensor conv_w = at::randn({o, c, 1, 1}) * 0.2;
+  const at::Tensor out_w = at::rand({o}) + 0.5, out_b = at::randn({o});
+  auto run = [&](bool remade, const at::Tensor& input) {
+    at::Tensor x1 = to_blocked(input).detach().requires_grad_(true);
+    std::vector<at::Tensor> params = {w.clone(), b.clone(), conv_w.clone(), out_w.clone(),
+                                      out_b.clone()};
+    for (auto& p : params) p.requires_grad_(true);
+    std::vector<at::Tensor> running = {at::zeros({c}), at::ones({c}), at::zeros({o}),
+                                       at::ones({o})};
+    const BatchNormArgs norm{params[0], params[1], running[0], running[1], 0.1, 1e-5};
+    const BatchNormArgs out_norm{params[3], params[4], running[2], running[3], 0.1, 1e-5};
+    const at::Tensor out = from_blocked(
+        remade ? blocked_batch_norm_relu_conv2d_batch_norm(x1, norm, params[2], at::Tensor(), 1, 0,
+                                                           1, out_norm)
+               : blocked_batch_norm(
+                     blocked_conv2d(blocked_batch_norm(x1, params[0], params[1], running[0],
+                                                       running[1], 0.1, 1e-5, true),
+                                    params[2], at::Tensor(), 1, 0, 1),
+                     params[3], params[4], running[2], running[3], 0.1, 1e-5, false));
+    out.backward(g);
+    std::vector<at::Tensor> all = {out, x1.grad()};
+    for (auto& p : params) all.push_back(p.grad());
+    all.insert(all.end(), running.begin(), running.end());
+    return all;
+  };
+  const auto apart = run(false, x), remade = run(true, x);
+  ASSERT_EQ(apart.size(), remade.size());
+  for (size_t i = 0; i < apart.size(); ++i) {
+    ASSERT_TRUE(remade[i].defined()) << i;
+    EXPECT_TRUE(at::equal(remade[i], apart[i])) << "tensor " << i;
+  }
+  at::Tensor with_nan = x.clone();
+  with_nan[1][7][2][9] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(at::equal(run(true, with_nan)[0].isnan(), run(false, with_nan)[0].isnan()));
+  EXPECT_GT(run(true, with_nan)[0].isnan().sum().item<int64_t>(), 0);
+}
+
 TEST(BlockedMaps, AFirstConvolutionFromPlainImagesAgreesWithConv2d) {
   SKIP_WITHOUT_KERNELS();
   torch::manual_seed(5);

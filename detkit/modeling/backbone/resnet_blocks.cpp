@@ -83,8 +83,13 @@ BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
 }
 
 at::Tensor BottleneckBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor out = conv2_->forward(conv1_->forward(x));  // each with its ReLU
-  out = conv3_->forward(out);
+  at::Tensor out;
+  if (ops::is_blocked(x)) {  // the same chain, each norm's output remade in backward where it can
+    out = conv1_->normalize_then_convolve_blocked(conv1_->convolve_blocked(x), *conv2_);
+    out = conv2_->normalize_then_forward_blocked(out, *conv3_);
+  } else {
+    out = conv3_->forward(conv2_->forward(conv1_->forward(x)));  // conv1, conv2 with their ReLU
+  }
   out += shortcut_ ? shortcut_->forward(x) : x;
   return out.relu_();
 }

@@ -7,6 +7,7 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <utility>
 
 #include "detkit/ops/cpu/blocked_affine_kernel.h"
 #include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
@@ -71,6 +72,14 @@ class FromBlocked : public torch::autograd::Function<FromBlocked> {
   }
 };
 
+void save_geometry(AutogradContext* ctx, const cpu::ConvGeometry& g, bool with_bias) {
+  ctx->saved_data["with_bias"] = with_bias;
+  ctx->saved_data["stride"] = g.stride;
+  ctx->saved_data["padding"] = g.padding;
+  ctx->saved_data["dilation"] = g.dilation;
+  ctx->saved_data["winograd"] = g.winograd;
+}
+
 cpu::ConvGeometry geometry_from(AutogradContext* ctx) {
   return {ctx->saved_data["stride"].toInt(), ctx->saved_data["padding"].toInt(),
           ctx->saved_data["dilation"].toInt(), ctx->saved_data["winograd"].toBool()};
@@ -81,11 +90,7 @@ class BlockedConv2dFunction : public torch::autograd::Function<BlockedConv2dFunc
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& bias, const cpu::ConvGeometry& g) {
     const bool with_bias = bias.numel() > 0;  // (0) stands for no bias: apply() needs a tensor
-    ctx->saved_data["with_bias"] = with_bias;
-    ctx->saved_data["stride"] = g.stride;
-    ctx->saved_data["padding"] = g.padding;
-    ctx->saved_data["dilation"] = g.dilation;
-    ctx->saved_data["winograd"] = g.winograd;
+    save_geometry(ctx, g, with_bias);
     ctx->save_for_backward({input, weight});
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return cpu::blocked_conv2d_forward(input, weight, with_bias ? bias : at::Tensor(), g);
@@ -126,6 +131,94 @@ class BlockedBatchNormFunction : public torch::autograd::Function<BlockedBatchNo
          mask == ctx->saved_data.end() ? at::Tensor() : mask->second.toTensor()},
         ctx->saved_data["eps"].toDouble());
     return {grads[0], grads[1], grads[2], at::Tensor(), at::Tensor()};
+  }
+};
+
+// blocked_conv2d of input = relu(BatchNorm(x)) with the batch's statistics, keeping for backward
+// what remakes the input (x, the norm's weight and bias, the statistics: all kept by the
+// BatchNorm anyway) instead of the input. Differentiable in input, weight and bias; the others
+// are how to remake it.
+class RemadeInputConv2dFunction : public torch::autograd::Function<RemadeInputConv2dFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& x,
+                            const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                            const at::Tensor& mean, const at::Tensor& variance, double eps,
+                            const at::Tensor& weight, const at::Tensor& bias,
+                            const cpu::ConvGeometry& g) {
+    const bool with_bias = bias.numel() > 0;
+    save_geometry(ctx, g, with_bias);
+    ctx->saved_data["eps"] = eps;
+    ctx->save_for_backward({x, norm_weight, norm_bias, mean, variance, weight});
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return cpu::blocked_conv2d_forward(input, weight, with_bias ? bias : at::Tensor(), g);
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor input = cpu::blocked_batch_norm_remake(
+        saved[0], saved[1], saved[2], {saved[3], saved[4], at::Tensor()},
+        ctx->saved_data["eps"].toDouble(), /*relu=*/true);
+    const bool with_bias = ctx->saved_data["with_bias"].toBool();
+    auto grads = cpu::blocked_conv2d_backward(grad_output[0], input, saved[5], with_bias,
+                                              geometry_from(ctx),
+                                              // (indices among the tensor arguments)
+                                              {ctx->needs_input_grad(0), ctx->needs_input_grad(6),
+                                               with_bias && ctx->needs_input_grad(7)});
+    const at::Tensor none;
+    return {grads.input, none, none, none, none, none, none, grads.weight, grads.bias, none};
+  }
+};
+
+// blocked_batch_norm(blocked_conv2d(input = relu(BatchNorm(x))), relu = false) with the batch's
+// statistics in both: a bottleneck's last convolution and its BatchNorm, keeping for backward what
+// remakes the input (as RemadeInputConv2dFunction) and the convolution's weight instead of the
+// input and the convolution's output; both are remade there, the convolution run again.
+// -> {y, mean, biased variance} of the second BatchNorm; differentiable in input, weight, bias,
+// out_weight and out_bias.
+class RemadeConv2dBatchNormFunction
+    : public torch::autograd::Function<RemadeConv2dBatchNormFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& x,
+                               const at::Tensor& norm_weight, const at::Tensor& norm_bias,
+                               const at::Tensor& mean, const at::Tensor& variance, double eps,
+                               const at::Tensor& weight, const at::Tensor& bias,
+                               const cpu::ConvGeometry& g, const at::Tensor& out_weight,
+                               const at::Tensor& out_bias, double out_eps) {
+    const bool with_bias = bias.numel() > 0;
+    save_geometry(ctx, g, with_bias);
+    ctx->saved_data["eps"] = eps;
+    ctx->saved_data["out_eps"] = out_eps;
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    cpu::BatchStatistics stats;
+    const at::Tensor y = cpu::blocked_batch_norm_forward(
+        cpu::blocked_conv2d_forward(input, weight, with_bias ? bias : at::Tensor(), g), out_weight,
+        out_bias, out_eps, /*relu=*/false, stats);
+    ctx->save_for_backward({x, norm_weight, norm_bias, mean, variance, weight, bias, out_weight,
+                            out_bias, stats.mean, stats.variance});
+    ctx->mark_non_differentiable({stats.mean, stats.variance});
+    return {y, stats.mean, stats.variance};
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const bool with_bias = ctx->saved_data["with_bias"].toBool();
+    const cpu::ConvGeometry g = geometry_from(ctx);
+    const at::Tensor input = cpu::blocked_batch_norm_remake(
+        saved[0], saved[1], saved[2], {saved[3], saved[4], at::Tensor()},
+        ctx->saved_data["eps"].toDouble(), /*relu=*/true);
+    at::Tensor convolved =
+        cpu::blocked_conv2d_forward(input, saved[5], with_bias ? saved[6] : at::Tensor(), g);
+    const auto norm = cpu::blocked_batch_norm_backward(grad_output[0], convolved, saved[7],
+                                                       saved[8], {saved[9], saved[10], at::Tensor()},
+                                                       ctx->saved_data["out_eps"].toDouble());
+    convolved = at::Tensor();
+    // (indices among the tensor arguments)
+    auto conv = cpu::blocked_conv2d_backward(
+        norm[0], input, saved[5], with_bias, g,
+        {ctx->needs_input_grad(0), ctx->needs_input_grad(6), with_bias && ctx->needs_input_grad(7)});
+    const at::Tensor none;
+    return {conv.input, none,        none,    none,    none,    none, none,
+            conv.weight, conv.bias, none,    norm[1], norm[2], none};
   }
 };
 
@@ -177,18 +270,73 @@ void check_blocked(const at::Tensor& x, const char* op) {
               "contiguous; ops::to_blocked makes one), got ", x.sizes(), " ", x.scalar_type());
 }
 
+// A convolution's geometry, Winograd where it applies.
+cpu::ConvGeometry geometry_of(const at::Tensor& input, const at::Tensor& weight, int64_t stride,
+                              int64_t padding, int64_t dilation) {
+  const bool winograd = weight.dim() == 4 && winograd_conv2d_available() &&
+                        winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation,
+                                          1, input.size(0), input.size(2), input.size(3));
+  return {stride, padding, dilation, winograd};
+}
+
+// Profiles and analysis::FlopCounter see a blocked convolution under this name, with its
+// geometry.
+#define RECORD_BLOCKED_CONV2D(input, weight, stride, padding, dilation) \
+  RECORD_FUNCTION("detkit::blocked_conv2d",                             \
+                  std::vector<c10::IValue>({input, weight, stride, padding, dilation}))
+
 // A blocked or plain input (checked by the caller) -> a blocked output.
 at::Tensor conv2d_giving_blocked(const at::Tensor& input, const at::Tensor& weight,
                                  const at::Tensor& bias, int64_t stride, int64_t padding,
                                  int64_t dilation) {
-  const bool winograd = weight.dim() == 4 && winograd_conv2d_available() &&
-                        winograd_geometry(weight.size(2), weight.size(3), stride, padding, dilation,
-                                          1, input.size(0), input.size(2), input.size(3));
-  // Profiles and analysis::FlopCounter see it under this name, with its geometry.
-  RECORD_FUNCTION("detkit::blocked_conv2d",
-                  std::vector<c10::IValue>({input, weight, stride, padding, dilation}));
+  RECORD_BLOCKED_CONV2D(input, weight, stride, padding, dilation);
   return BlockedConv2dFunction::apply(input, weight, bias.defined() ? bias : at::empty({0}),
-                                      cpu::ConvGeometry{stride, padding, dilation, winograd});
+                                      geometry_of(input, weight, stride, padding, dilation));
+}
+
+// A BatchNorm's weight and bias, ones and zeros where it has no affine part.
+std::pair<at::Tensor, at::Tensor> affine_or_identity(const at::Tensor& weight,
+                                                     const at::Tensor& bias, const at::Tensor& x) {
+  const int64_t channels = x.size(1) * 16;
+  return {weight.defined() ? weight : at::ones({channels}, x.options()),
+          bias.defined() ? bias : at::zeros({channels}, x.options())};
+}
+
+// libtorch's update of the running statistics from a batch's (biased variance) over x's map.
+void update_running_statistics(const at::Tensor& running_mean, const at::Tensor& running_var,
+                               double momentum, const at::Tensor& mean, const at::Tensor& variance,
+                               const at::Tensor& x) {
+  if (!running_mean.defined() || !running_var.defined()) return;
+  at::NoGradGuard no_grad;
+  const int64_t n = x.numel() / (x.size(1) * 16);
+  const double unbiased = n > 1 ? double(n) / double(n - 1) : 1.0;
+  running_mean.mul_(1 - momentum).add_(mean, momentum);
+  running_var.mul_(1 - momentum).add_(variance, momentum * unbiased);
+}
+
+// Training BatchNorm of a blocked map: its output and what remakes it.
+struct Normalized {
+  at::Tensor y, x, weight, bias, mean, variance;
+  bool remakeable;  // false where a non-finite statistic made the ReLU run apart
+};
+
+Normalized batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      const at::Tensor& running_mean, const at::Tensor& running_var,
+                      double momentum, double eps, bool relu) {
+  check_blocked(x, "blocked_batch_norm");
+  const auto [w, b] = affine_or_identity(weight, bias, x);
+  auto outputs = BlockedBatchNormFunction::apply(x, w, b, eps, relu);
+  bool remakeable = true;
+  // oneDNN's fused ReLU turns NaN into 0, libtorch's keeps it. A NaN or an infinity in the map
+  // (a diverged step) makes its channel's statistics non-finite: then the ReLU runs apart, so the
+  // NaN reaches the loss, which stops training, as it would in libtorch.
+  if (relu && !at::isfinite(at::cat({outputs[1], outputs[2]})).all().item<bool>()) {
+    outputs = BlockedBatchNormFunction::apply(x, w, b, eps, false);
+    outputs[0] = at::relu(outputs[0]);
+    remakeable = false;
+  }
+  update_running_statistics(running_mean, running_var, momentum, outputs[1], outputs[2], x);
+  return {outputs[0], x, w, b, outputs[1], outputs[2], remakeable};
 }
 
 }  // namespace
@@ -233,25 +381,49 @@ at::Tensor plain_to_blocked_conv2d(const at::Tensor& input, const at::Tensor& we
 at::Tensor blocked_batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                               const at::Tensor& running_mean, const at::Tensor& running_var,
                               double momentum, double eps, bool relu) {
-  check_blocked(x, "blocked_batch_norm");
-  const int64_t channels = x.size(1) * 16;
-  const at::Tensor w = weight.defined() ? weight : at::ones({channels}, x.options());
-  const at::Tensor b = bias.defined() ? bias : at::zeros({channels}, x.options());
-  auto outputs = BlockedBatchNormFunction::apply(x, w, b, eps, relu);
-  // oneDNN's fused ReLU turns NaN into 0, libtorch's keeps it. A NaN or an infinity in the map
-  // (a diverged step) makes its channel's statistics non-finite: then the ReLU runs apart, so the
-  // NaN reaches the loss, which stops training, as it would in libtorch.
-  if (relu && !at::isfinite(at::cat({outputs[1], outputs[2]})).all().item<bool>()) {
-    outputs = BlockedBatchNormFunction::apply(x, w, b, eps, false);
-    outputs[0] = at::relu(outputs[0]);
+  return batch_norm(x, weight, bias, running_mean, running_var, momentum, eps, relu).y;
+}
+
+at::Tensor blocked_batch_norm_relu_conv2d(const at::Tensor& x, const BatchNormArgs& norm,
+                                          const at::Tensor& weight, const at::Tensor& bias,
+                                          int64_t stride, int64_t padding, int64_t dilation) {
+  const Normalized n = batch_norm(x, norm.weight, norm.bias, norm.running_mean, norm.running_var,
+                                  norm.momentum, norm.eps, /*relu=*/true);
+  if (!n.remakeable) return blocked_conv2d(n.y, weight, bias, stride, padding, dilation);
+  RECORD_BLOCKED_CONV2D(n.y, weight, stride, padding, dilation);
+  return RemadeInputConv2dFunction::apply(n.y, n.x, n.weight, n.bias, n.mean, n.variance, norm.eps,
+                                          weight, bias.defined() ? bias : at::empty({0}),
+                                          geometry_of(n.y, weight, stride, padding, dilation));
+}
+
+at::Tensor blocked_batch_norm_relu_conv2d_batch_norm(const at::Tensor& x, const BatchNormArgs& norm,
+                                                     const at::Tensor& weight,
+                                                     const at::Tensor& bias, int64_t stride,
+                                                     int64_t padding, int64_t dilation,
+                                                     const BatchNormArgs& out_norm) {
+  const Normalized n = batch_norm(x, norm.weight, norm.bias, norm.running_mean, norm.running_var,
+                                  norm.momentum, norm.eps, /*relu=*/true);
+  if (!n.remakeable) {
+    return blocked_batch_norm(blocked_conv2d(n.y, weight, bias, stride, padding, dilation),
+                              out_norm.weight, out_norm.bias, out_norm.running_mean,
+                              out_norm.running_var, out_norm.momentum, out_norm.eps);
   }
-  if (running_mean.defined() && running_var.defined()) {
-    at::NoGradGuard no_grad;
-    const int64_t n = x.numel() / channels;
-    const double unbiased = n > 1 ? double(n) / double(n - 1) : 1.0;
-    running_mean.mul_(1 - momentum).add_(outputs[1], momentum);
-    running_var.mul_(1 - momentum).add_(outputs[2], momentum * unbiased);
+  TORCH_CHECK(weight.size(0) % 16 == 0, "detkit blocked_batch_norm_relu_conv2d_batch_norm: ",
+              weight.size(0), " output channels (a multiple of 16 needed)");
+  const auto geometry = geometry_of(n.y, weight, stride, padding, dilation);
+  // The convolution's output has the second BatchNorm's channels and the geometry's size.
+  const auto [out_w, out_b] = affine_or_identity(
+      out_norm.weight, out_norm.bias,
+      at::empty({1, weight.size(0) / 16, 1, 1, 16}, x.options()));
+  variable_list outputs;
+  {
+    RECORD_BLOCKED_CONV2D(n.y, weight, stride, padding, dilation);
+    outputs = RemadeConv2dBatchNormFunction::apply(
+        n.y, n.x, n.weight, n.bias, n.mean, n.variance, norm.eps, weight,
+        bias.defined() ? bias : at::empty({0}), geometry, out_w, out_b, out_norm.eps);
   }
+  update_running_statistics(out_norm.running_mean, out_norm.running_var, out_norm.momentum,
+                            outputs[1], outputs[2], outputs[0]);
   return outputs[0];
 }
 

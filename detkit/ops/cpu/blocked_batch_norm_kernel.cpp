@@ -21,14 +21,17 @@ struct ShapeKey {
   int64_t n, c, h, w;
   double eps;
   bool relu;
-  std::array<int64_t, 6> values() const {
+  bool given_statistics = false;  // the mean and variance are inputs (a remake), not computed
+  std::array<int64_t, 7> values() const {
     int64_t eps_bits;
     std::memcpy(&eps_bits, &eps, sizeof eps_bits);
-    return {n, c, h, w, eps_bits, relu};
+    return {n, c, h, w, eps_bits, relu, given_statistics};
   }
   dnnl::normalization_flags flags() const {
-    const auto affine = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-    return relu ? affine | dnnl::normalization_flags::fuse_norm_relu : affine;
+    auto f = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (relu) f = f | dnnl::normalization_flags::fuse_norm_relu;
+    if (given_statistics) f = f | dnnl::normalization_flags::use_global_stats;
+    return f;
   }
 };
 
@@ -57,8 +60,10 @@ struct BlockedBatchNorm {
 std::unique_ptr<BlockedBatchNorm> make_norm(const ShapeKey& k) {
   auto norm = std::make_unique<BlockedBatchNorm>();
   norm->key = k;
-  dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, norm->data(),
-                                            float(k.eps), k.flags());
+  // A remake runs the inference kernel: given statistics, no ReLU mask to keep.
+  const auto kind =
+      k.given_statistics ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+  dnnl::batch_normalization_forward::desc d(kind, norm->data(), float(k.eps), k.flags());
   norm->forward_pd =
       dnnl::batch_normalization_forward::primitive_desc(d, user_scratchpad(), cpu_engine());
   norm->forward = dnnl::batch_normalization_forward(norm->forward_pd);
@@ -106,6 +111,25 @@ at::Tensor blocked_batch_norm_forward(const at::Tensor& x, const at::Tensor& wei
                  memory(pd.workspace_desc(), cpu_engine(), stats.relu_mask.data_ptr()));
   }
   e.run(norm->forward, pd, std::move(args));
+  return y;
+}
+
+at::Tensor blocked_batch_norm_remake(const at::Tensor& x, const at::Tensor& weight,
+                                     const at::Tensor& bias, const BatchStatistics& stats,
+                                     double eps, bool relu) {
+  ShapeKey k = key_of(x, weight, eps, relu);
+  k.given_statistics = true;
+  const auto norm = norm_for(k, /*backward=*/false);
+  const auto& pd = norm->forward_pd;
+  at::Tensor y = at::empty_like(x);
+  Execution e;
+  e.run(norm->forward, pd,
+        {{DNNL_ARG_SRC, e.input(x, pd.src_desc(), tag::nChw16c)},
+         {DNNL_ARG_MEAN, e.input(stats.mean, pd.mean_desc(), tag::x)},
+         {DNNL_ARG_VARIANCE, e.input(stats.variance, pd.variance_desc(), tag::x)},
+         {DNNL_ARG_SCALE, e.input(weight.contiguous(), norm->channels(), tag::x)},
+         {DNNL_ARG_SHIFT, e.input(bias.contiguous(), norm->channels(), tag::x)},
+         {DNNL_ARG_DST, e.output(y, pd.dst_desc(), tag::nChw16c)}});
   return y;
 }
 

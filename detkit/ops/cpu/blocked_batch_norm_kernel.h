@@ -22,6 +22,13 @@ at::Tensor blocked_batch_norm_forward(const at::Tensor& x, const at::Tensor& wei
                                       const at::Tensor& bias, double eps, bool relu,
                                       BatchStatistics& stats);
 
+/// blocked_batch_norm_forward's output again, from the statistics it wrote to `stats` (its ReLU
+/// if `relu`): oneDNN's kernel given those statistics, the same values bit for bit. Nothing is
+/// written to stats.
+at::Tensor blocked_batch_norm_remake(const at::Tensor& x, const at::Tensor& weight,
+                                     const at::Tensor& bias, const BatchStatistics& stats,
+                                     double eps, bool relu);
+
 /// Gradients {x, weight, bias} of blocked_batch_norm_forward(x, weight, bias, eps, relu, stats)
 /// for grad_output (blocked).
 std::array<at::Tensor, 3> blocked_batch_norm_backward(const at::Tensor& grad_output,
