@@ -88,9 +88,9 @@ at::Tensor Conv2dImpl::normalize_then_convolve_blocked(const at::Tensor& convolv
                                                        Conv2dImpl& next) {
   if (!remakes_before(convolved, next)) return next.convolve_blocked(normalize_blocked(convolved));
   const auto& n = next.options_;
-  return ops::blocked_batch_norm_relu_conv2d(convolved, batch_statistics_step(*normalizes_by_batch(norm_)),
-                                             next.weight_, next.bias_, n.stride(), n.padding(),
-                                             n.dilation());
+  return ops::blocked_batch_norm_relu_conv2d(
+      convolved, batch_statistics_step(*normalizes_by_batch(norm_)), next.weight_, next.bias_,
+      n.stride(), n.padding(), n.dilation());
 }
 
 at::Tensor Conv2dImpl::normalize_then_forward_blocked(const at::Tensor& convolved,

@@ -82,7 +82,8 @@ ops::BatchNormArgs batch_statistics_step(torch::nn::BatchNorm2dImpl& bn) {
           o.eps()};
 }
 
-std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch::nn::Module& model) {
+std::unordered_set<const c10::TensorImpl*> normalization_parameters(
+    const torch::nn::Module& model) {
   std::unordered_set<const c10::TensorImpl*> found;
   std::vector<const torch::nn::Module*> all = {&model};  // (modules(true) needs a shared_ptr)
   for (const auto& module : model.modules(/*include_self=*/false)) all.push_back(module.get());
@@ -92,7 +93,8 @@ std::unordered_set<const c10::TensorImpl*> normalization_parameters(const torch:
                          dynamic_cast<const torch::nn::GroupNormImpl*>(m) ||
                          dynamic_cast<const torch::nn::LayerNormImpl*>(m);
     if (!is_norm) continue;
-    for (const at::Tensor& p : m->parameters(/*recurse=*/false)) found.insert(p.unsafeGetTensorImpl());
+    for (const at::Tensor& p : m->parameters(/*recurse=*/false))
+      found.insert(p.unsafeGetTensorImpl());
   }
   return found;
 }

@@ -208,19 +208,19 @@ TEST(BlockedMaps, ABatchNormReluConvolutionPairRemadeInBackwardIsTheTwoOpsBitFor
     r.mean = at::zeros({c});
     r.var = at::ones({c});
     r.out = from_blocked(
-        paired ? blocked_batch_norm_relu_conv2d(x1, {w1, b1, r.mean, r.var, 0.1, 1e-5}, cw, cb,
-                                                1, 1, 1)
-               : blocked_conv2d(blocked_batch_norm(x1, w1, b1, r.mean, r.var, 0.1, 1e-5, true),
-                                cw, cb, 1, 1, 1));
+        paired ? blocked_batch_norm_relu_conv2d(x1, {w1, b1, r.mean, r.var, 0.1, 1e-5}, cw, cb, 1,
+                                                1, 1)
+               : blocked_conv2d(blocked_batch_norm(x1, w1, b1, r.mean, r.var, 0.1, 1e-5, true), cw,
+                                cb, 1, 1, 1));
     r.out.backward(g);
     r.grad_x = x1.grad(), r.grad_w = w1.grad(), r.grad_b = b1.grad();
     r.grad_conv_w = cw.grad(), r.grad_conv_b = cb.grad();
     return r;
   };
   const Run apart = run(false, x), paired = run(true, x);
-  const at::Tensor Run::*fields[] = {&Run::out,         &Run::grad_x,      &Run::grad_w,
-                                     &Run::grad_b,      &Run::grad_conv_w, &Run::grad_conv_b,
-                                     &Run::mean,        &Run::var};
+  const at::Tensor Run::*fields[] = {&Run::out,    &Run::grad_x,      &Run::grad_w,
+                                     &Run::grad_b, &Run::grad_conv_w, &Run::grad_conv_b,
+                                     &Run::mean,   &Run::var};
   for (const auto field : fields) {
     ASSERT_TRUE((paired.*field).defined());
     EXPECT_TRUE(at::equal(paired.*field, apart.*field));

@@ -13,7 +13,8 @@ namespace {
 // A 1x1 projection when the block changes channels or resolution, else none.
 Conv2d make_shortcut(torch::nn::Module& block, const BlockOptions& o) {
   if (o.in_channels == o.out_channels && o.stride == 1) return Conv2d(nullptr);
-  Conv2d shortcut(Conv2dOptions(o.in_channels, o.out_channels, 1).stride(o.stride).bias(false).norm(o.norm));
+  Conv2d shortcut(
+      Conv2dOptions(o.in_channels, o.out_channels, 1).stride(o.stride).bias(false).norm(o.norm));
   c2_msra_fill(shortcut);
   return block.register_module("shortcut", shortcut);
 }
@@ -45,8 +46,9 @@ BasicBlockImpl::BasicBlockImpl(const BlockOptions& o) {
                                                .bias(false)
                                                .norm(o.norm)
                                                .relu(true)));
-  conv2_ = register_module("conv2", Conv2d(Conv2dOptions(o.out_channels, o.out_channels, 3)
-                                               .padding(1).bias(false).norm(o.norm)));
+  conv2_ = register_module(
+      "conv2",
+      Conv2d(Conv2dOptions(o.out_channels, o.out_channels, 3).padding(1).bias(false).norm(o.norm)));
   c2_msra_fill(conv1_);
   c2_msra_fill(conv2_);
 }
@@ -75,8 +77,9 @@ BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
                                           .bias(false)
                                           .norm(o.norm)
                                           .relu(true)));
-  conv3_ = register_module("conv3", Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1)
-                                               .bias(false).norm(o.norm)));
+  conv3_ = register_module(
+      "conv3",
+      Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1).bias(false).norm(o.norm)));
   c2_msra_fill(conv1_);
   c2_msra_fill(conv2_);
   c2_msra_fill(conv3_);

@@ -159,11 +159,11 @@ class RemadeInputConv2dFunction : public torch::autograd::Function<RemadeInputCo
         saved[0], saved[1], saved[2], {saved[3], saved[4], at::Tensor()},
         ctx->saved_data["eps"].toDouble(), /*relu=*/true);
     const bool with_bias = ctx->saved_data["with_bias"].toBool();
-    auto grads = cpu::blocked_conv2d_backward(grad_output[0], input, saved[5], with_bias,
-                                              geometry_from(ctx),
-                                              // (indices among the tensor arguments)
-                                              {ctx->needs_input_grad(0), ctx->needs_input_grad(6),
-                                               with_bias && ctx->needs_input_grad(7)});
+    auto grads =
+        cpu::blocked_conv2d_backward(grad_output[0], input, saved[5], with_bias, geometry_from(ctx),
+                                     // (indices among the tensor arguments)
+                                     {ctx->needs_input_grad(0), ctx->needs_input_grad(6),
+                                      with_bias && ctx->needs_input_grad(7)});
     const at::Tensor none;
     return {grads.input, none, none, none, none, none, none, grads.weight, grads.bias, none};
   }
@@ -208,17 +208,17 @@ class RemadeConv2dBatchNormFunction
         ctx->saved_data["eps"].toDouble(), /*relu=*/true);
     at::Tensor convolved =
         cpu::blocked_conv2d_forward(input, saved[5], with_bias ? saved[6] : at::Tensor(), g);
-    const auto norm = cpu::blocked_batch_norm_backward(grad_output[0], convolved, saved[7],
-                                                       saved[8], {saved[9], saved[10], at::Tensor()},
-                                                       ctx->saved_data["out_eps"].toDouble());
+    const auto norm = cpu::blocked_batch_norm_backward(
+        grad_output[0], convolved, saved[7], saved[8], {saved[9], saved[10], at::Tensor()},
+        ctx->saved_data["out_eps"].toDouble());
     convolved = at::Tensor();
     // (indices among the tensor arguments)
-    auto conv = cpu::blocked_conv2d_backward(
-        norm[0], input, saved[5], with_bias, g,
-        {ctx->needs_input_grad(0), ctx->needs_input_grad(6), with_bias && ctx->needs_input_grad(7)});
+    auto conv = cpu::blocked_conv2d_backward(norm[0], input, saved[5], with_bias, g,
+                                             {ctx->needs_input_grad(0), ctx->needs_input_grad(6),
+                                              with_bias && ctx->needs_input_grad(7)});
     const at::Tensor none;
-    return {conv.input, none,        none,    none,    none,    none, none,
-            conv.weight, conv.bias, none,    norm[1], norm[2], none};
+    return {conv.input,  none,      none, none,    none,    none, none,
+            conv.weight, conv.bias, none, norm[1], norm[2], none};
   }
 };
 
@@ -408,13 +408,13 @@ at::Tensor blocked_batch_norm_relu_conv2d_batch_norm(const at::Tensor& x, const 
                               out_norm.weight, out_norm.bias, out_norm.running_mean,
                               out_norm.running_var, out_norm.momentum, out_norm.eps);
   }
-  TORCH_CHECK(weight.size(0) % 16 == 0, "detkit blocked_batch_norm_relu_conv2d_batch_norm: ",
-              weight.size(0), " output channels (a multiple of 16 needed)");
+  TORCH_CHECK(weight.size(0) % 16 == 0,
+              "detkit blocked_batch_norm_relu_conv2d_batch_norm: ", weight.size(0),
+              " output channels (a multiple of 16 needed)");
   const auto geometry = geometry_of(n.y, weight, stride, padding, dilation);
   // The convolution's output has the second BatchNorm's channels and the geometry's size.
   const auto [out_w, out_b] = affine_or_identity(
-      out_norm.weight, out_norm.bias,
-      at::empty({1, weight.size(0) / 16, 1, 1, 16}, x.options()));
+      out_norm.weight, out_norm.bias, at::empty({1, weight.size(0) / 16, 1, 1, 16}, x.options()));
   variable_list outputs;
   {
     RECORD_BLOCKED_CONV2D(n.y, weight, stride, padding, dilation);

@@ -93,9 +93,9 @@ ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
   ConvGrads grads;
   if (needed[0]) grads.input = at::empty_like(input);
   for (int64_t i = 0; i < n; ++i) {
-    ConvGrads g = run_conv_backward(
-        *one, grad_output.narrow(0, i, 1), input.narrow(0, i, 1), weight, with_bias, needed, maps,
-        needed[0] ? grads.input.narrow(0, i, 1) : at::Tensor());
+    ConvGrads g = run_conv_backward(*one, grad_output.narrow(0, i, 1), input.narrow(0, i, 1),
+                                    weight, with_bias, needed, maps,
+                                    needed[0] ? grads.input.narrow(0, i, 1) : at::Tensor());
     for (auto [sum, part] : {std::pair{&grads.weight, &g.weight}, {&grads.bias, &g.bias}}) {
       if (!part->defined()) continue;
       *sum = sum->defined() ? sum->add_(*part) : *part;

@@ -136,7 +136,8 @@ at::Tensor winograd_conv2d_forward(const at::Tensor& input, const at::Tensor& we
   return out;
 }
 
-int64_t winograd_scratchpad_bytes(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w, bool bias) {
+int64_t winograd_scratchpad_bytes(int64_t n, int64_t c, int64_t o, int64_t h, int64_t w,
+                                  bool bias) {
   const auto p = primitives_for({n, c, o, h, w, bias}, /*backward=*/true)(n);
   return std::max(forward_scratchpad_bytes(*p), backward_scratchpad_bytes(*p));
 }
