@@ -147,6 +147,29 @@ TEST(WinogradConv2d, ABatchWhoseScratchpadIsLargeRunsImageByImage) {
   }
 }
 
+TEST(WinogradConv2d, AWideBatchOfSmallMapsRunsInSlicesOfSeveralImages) {
+  SKIP_WITHOUT_WINOGRAD();
+  torch::manual_seed(6);
+  // A mask head's ROI batch: over the bound as a whole, many images to a slice.
+  const Case k{100, 256, 256, 14, 14, true};
+  const int64_t bound = cpu::kScratchpadPerBatchBytes;
+  ASSERT_GT(cpu::winograd_scratchpad_bytes(k.n, k.c, k.o, k.h, k.w, k.bias), bound);
+  ASSERT_LT(cpu::winograd_scratchpad_bytes(10, k.c, k.o, k.h, k.w, k.bias), bound);
+  const at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
+  const at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
+  const at::Tensor b = at::randn({k.o}) * 0.1, g = at::randn({k.n, k.o, k.h, k.w});
+  const Result sliced = run(true, x, w, b, g), direct = run(false, x, w, b, g);
+  const char* names[] = {"output", "grad_input", "grad_weight", "grad_bias"};
+  const at::Tensor Result::*fields[] = {&Result::out, &Result::grad_input, &Result::grad_weight,
+                                        &Result::grad_bias};
+  for (int i = 0; i < 4; ++i) {
+    const double e = relative_error(sliced.*fields[i], (direct.*fields[i]).to(at::kDouble));
+    std::cout << "[ winograd ] " << describe(k) << " in slices: " << names[i]
+              << " max diff / max |value| vs at::conv2d " << e << std::endl;
+    EXPECT_LT(e, 1e-5) << names[i];
+  }
+}
+
 TEST(WinogradConv2d, ComputesOnlyTheGradientsAskedFor) {
   SKIP_WITHOUT_WINOGRAD();
   torch::manual_seed(1);

@@ -67,18 +67,28 @@ int64_t backward_scratchpad_bytes(const ConvPrimitives& p) {
                           p.backward_weight_pd->scratchpad_desc().get_size()));
 }
 
+namespace {
+
+/// How many of n images one call takes so that its scratchpad stays within
+/// kScratchpadPerBatchBytes (at least one): a scratchpad grows about linearly with the batch.
+int64_t images_per_call(int64_t n, int64_t whole_batch_bytes) {
+  if (whole_batch_bytes <= kScratchpadPerBatchBytes) return n;
+  return std::max<int64_t>(1, n * kScratchpadPerBatchBytes / whole_batch_bytes);
+}
+
+}  // namespace
+
 void run_conv_forward_by_images(const ConvPrimitivesFor& primitives, const at::Tensor& input,
                                 const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& out, MapLayouts maps) {
   const int64_t n = input.size(0);
   const auto whole = primitives(n);
-  if (n == 1 || forward_scratchpad_bytes(*whole) <= kScratchpadPerBatchBytes) {
-    run_conv_forward(*whole, input, weight, bias, out, maps);
-    return;
+  const int64_t per_call = images_per_call(n, forward_scratchpad_bytes(*whole));
+  for (int64_t i = 0; i < n; i += per_call) {
+    const int64_t k = std::min(per_call, n - i);
+    run_conv_forward(k == n ? *whole : *primitives(k), input.narrow(0, i, k), weight, bias,
+                     out.narrow(0, i, k), maps);
   }
-  const auto one = primitives(1);
-  for (int64_t i = 0; i < n; ++i)
-    run_conv_forward(*one, input.narrow(0, i, 1), weight, bias, out.narrow(0, i, 1), maps);
 }
 
 ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
@@ -87,15 +97,16 @@ ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
                                       std::array<bool, 3> needed, MapLayouts maps) {
   const int64_t n = input.size(0);
   const auto whole = primitives(n);
-  if (n == 1 || backward_scratchpad_bytes(*whole) <= kScratchpadPerBatchBytes)
+  const int64_t per_call = images_per_call(n, backward_scratchpad_bytes(*whole));
+  if (per_call == n)
     return run_conv_backward(*whole, grad_output, input, weight, with_bias, needed, maps);
-  const auto one = primitives(1);
   ConvGrads grads;
   if (needed[0]) grads.input = at::empty_like(input);
-  for (int64_t i = 0; i < n; ++i) {
-    ConvGrads g = run_conv_backward(*one, grad_output.narrow(0, i, 1), input.narrow(0, i, 1),
-                                    weight, with_bias, needed, maps,
-                                    needed[0] ? grads.input.narrow(0, i, 1) : at::Tensor());
+  for (int64_t i = 0; i < n; i += per_call) {
+    const int64_t k = std::min(per_call, n - i);
+    ConvGrads g = run_conv_backward(*primitives(k), grad_output.narrow(0, i, k),
+                                    input.narrow(0, i, k), weight, with_bias, needed, maps,
+                                    needed[0] ? grads.input.narrow(0, i, k) : at::Tensor());
     for (auto [sum, part] : {std::pair{&grads.weight, &g.weight}, {&grads.bias, &g.bias}}) {
       if (!part->defined()) continue;
       *sum = sum->defined() ? sum->add_(*part) : *part;

@@ -58,21 +58,23 @@ int64_t backward_scratchpad_bytes(const ConvPrimitives& p);
 /// runs a backward pass).
 using ConvPrimitivesFor = std::function<std::shared_ptr<const ConvPrimitives>(int64_t n)>;
 
-/// Above this many bytes of oneDNN scratchpad for the whole batch, a pass runs image by image.
-/// A Winograd pass's scratchpad holds the transformed maps of the whole batch (635 MB forward,
-/// 656 MB backward for 2 x 256 channels at 336x200: the FPN's and the RPN head's P2 at
-/// 1333x800), and the per-thread scratchpad keeps the largest size it was asked for through
-/// every later step.
+/// Above this many bytes of oneDNN scratchpad for the whole batch, a pass runs on slices of the
+/// batch, each within this bound (one image at least). A Winograd pass's scratchpad holds the
+/// transformed maps of the whole batch (635 MB forward, 656 MB backward for 2 x 256 channels at
+/// 336x200: the FPN's and the RPN head's P2 at 1333x800; ~120 MB for a mask head's 100 ROIs at
+/// 14x14), and the per-thread scratchpad keeps the largest size it was asked for through every
+/// later step.
 constexpr int64_t kScratchpadPerBatchBytes = int64_t{64} << 20;
 
-/// run_conv_forward for the convolution `primitives` gives for the batch: at once, or one image
-/// at a time where the whole batch's scratchpad would exceed kScratchpadPerBatchBytes. Maps are
-/// sliced along the batch: every layout here keeps an image contiguous.
+/// run_conv_forward for the convolution `primitives` gives for the batch: at once, or on slices
+/// of the batch where the whole batch's scratchpad would exceed kScratchpadPerBatchBytes (as many
+/// images a slice as keep it within; one at least). Maps are sliced along the batch: every layout
+/// here keeps an image contiguous.
 void run_conv_forward_by_images(const ConvPrimitivesFor& primitives, const at::Tensor& input,
                                 const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& out, MapLayouts maps);
 
-/// run_conv_backward likewise (the weight's and bias's gradients then summed over the images, in
+/// run_conv_backward likewise (the weight's and bias's gradients then summed over the slices, in
 /// their order).
 ConvGrads run_conv_backward_by_images(const ConvPrimitivesFor& primitives,
                                       const at::Tensor& grad_output, const at::Tensor& input,
