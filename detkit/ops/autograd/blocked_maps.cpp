@@ -296,10 +296,10 @@ at::Tensor conv2d_giving_blocked(const at::Tensor& input, const at::Tensor& weig
 
 // A BatchNorm's weight and bias, ones and zeros where it has no affine part.
 std::pair<at::Tensor, at::Tensor> affine_or_identity(const at::Tensor& weight,
-                                                     const at::Tensor& bias, const at::Tensor& x) {
-  const int64_t channels = x.size(1) * 16;
-  return {weight.defined() ? weight : at::ones({channels}, x.options()),
-          bias.defined() ? bias : at::zeros({channels}, x.options())};
+                                                     const at::Tensor& bias, int64_t channels,
+                                                     const at::TensorOptions& options) {
+  return {weight.defined() ? weight : at::ones({channels}, options),
+          bias.defined() ? bias : at::zeros({channels}, options)};
 }
 
 // libtorch's update of the running statistics from a batch's (biased variance) over x's map.
@@ -324,7 +324,7 @@ Normalized batch_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
                       const at::Tensor& running_mean, const at::Tensor& running_var,
                       double momentum, double eps, bool relu) {
   check_blocked(x, "blocked_batch_norm");
-  const auto [w, b] = affine_or_identity(weight, bias, x);
+  const auto [w, b] = affine_or_identity(weight, bias, x.size(1) * 16, x.options());
   auto outputs = BlockedBatchNormFunction::apply(x, w, b, eps, relu);
   bool remakeable = true;
   // oneDNN's fused ReLU turns NaN into 0, libtorch's keeps it. A NaN or an infinity in the map
@@ -413,8 +413,8 @@ at::Tensor blocked_batch_norm_relu_conv2d_batch_norm(const at::Tensor& x, const 
               " output channels (a multiple of 16 needed)");
   const auto geometry = geometry_of(n.y, weight, stride, padding, dilation);
   // The convolution's output has the second BatchNorm's channels and the geometry's size.
-  const auto [out_w, out_b] = affine_or_identity(
-      out_norm.weight, out_norm.bias, at::empty({1, weight.size(0) / 16, 1, 1, 16}, x.options()));
+  const auto [out_w, out_b] =
+      affine_or_identity(out_norm.weight, out_norm.bias, weight.size(0), x.options());
   variable_list outputs;
   {
     RECORD_BLOCKED_CONV2D(n.y, weight, stride, padding, dilation);

@@ -58,6 +58,21 @@ int64_t backward_scratchpad_bytes(const ConvPrimitives& p);
 /// runs a backward pass).
 using ConvPrimitivesFor = std::function<std::shared_ptr<const ConvPrimitives>(int64_t n)>;
 
+/// A kernel's ConvPrimitivesFor over its cache: `conv_for(key)` gives the cached convolution of
+/// a shape key (a struct with a batch size `n` and a ConvPrimitives `p` in what it points to),
+/// `ensure_backward(conv)` makes its backward primitives, called where `backward`.
+template <class Key, class ConvFor, class EnsureBackward>
+ConvPrimitivesFor primitives_by_batch(const Key& key, bool backward, ConvFor conv_for,
+                                      EnsureBackward ensure_backward) {
+  return [=](int64_t n) {
+    Key batch = key;
+    batch.n = n;
+    const auto conv = conv_for(batch);
+    if (backward) ensure_backward(*conv);
+    return std::shared_ptr<const ConvPrimitives>(conv, &conv->p);
+  };
+}
+
 /// Above this many bytes of oneDNN scratchpad for the whole batch, a pass runs on slices of the
 /// batch, each within this bound (one image at least). A Winograd pass's scratchpad holds the
 /// transformed maps of the whole batch (635 MB forward, 656 MB backward for 2 x 256 channels at

@@ -99,13 +99,7 @@ std::shared_ptr<WinogradConv> conv_for(const ShapeKey& k) {
 
 /// The primitives of k's shape for n images, the backward ones made if `backward`.
 ConvPrimitivesFor primitives_for(const ShapeKey& k, bool backward) {
-  return [k, backward](int64_t n) {
-    ShapeKey batch = k;
-    batch.n = n;
-    const auto conv = conv_for(batch);
-    if (backward) ensure_backward(*conv);
-    return std::shared_ptr<const ConvPrimitives>(conv, &conv->p);
-  };
+  return primitives_by_batch(k, backward, &conv_for, &ensure_backward);
 }
 
 // How a feature map is stored: NCHW (contiguous) or NHWC (channels-last contiguous).
