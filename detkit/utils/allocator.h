@@ -7,9 +7,10 @@
 
 namespace detkit {
 
-/// Blocks up to 32 MiB (glibc's largest mmap threshold) come from the heap, the heap is never
-/// trimmed below its peak, and it grows in 256 MiB steps. Environment variables MALLOC_*_ set
-/// by the user win. Call once, early in main().
+/// Blocks up to 32 MiB (the largest mmap threshold glibc adapts to by itself) come from the heap,
+/// the heap is never trimmed below its peak, and it grows in 256 MiB steps; environment variables
+/// MALLOC_*_ set by the user win. Larger tensors come from a LargeBlockAllocator
+/// (utils/large_block_allocator.h), which reuses their mappings. Call once, early in main().
 void configure_allocator();
 
 }  // namespace detkit
