@@ -34,12 +34,12 @@ std::unordered_map<void*, void*>& blocks_in_use() {
 }  // namespace
 
 LargeBlockAllocator::LargeBlockAllocator(size_t min_block_bytes)
-    : small_(c10::GetDefaultCPUAllocator()), min_block_bytes_(min_block_bytes) {}
+    : min_block_bytes_(min_block_bytes) {}
 
 LargeBlockAllocator::~LargeBlockAllocator() { release_kept(); }
 
 c10::DataPtr LargeBlockAllocator::allocate(size_t nbytes) const {
-  if (nbytes < min_block_bytes_) return small_->allocate(nbytes);
+  if (nbytes < min_block_bytes_) return c10::GetDefaultCPUAllocator()->allocate(nbytes);
   const size_t bytes = round_to_pages(nbytes);
   Block* block = nullptr;
   {

@@ -3,12 +3,12 @@
 // its mmap threshold (32 MiB, utils/allocator.h) with its own mapping and unmaps it on free, so a
 // training step at Detectron2's size (2 images at 1333x800: each 256-channel P2 map is 138 MB)
 // faults in and zeroes most of its activations afresh every iteration: 15 M page faults in 5
-// iterations of Faster R-CNN R50-FPN, a quarter of the step's time (docs/BENCHMARKS.md). Raising glibc's threshold instead
-// keeps them in the heap but fragments it (peak RSS 4.6 -> 6.5 GB in the same run). This
-// allocator keeps the mappings of freed large blocks and hands them out again: to a request the
-// smallest kept block that holds it (its tail unmapped where it would waste more than a fifth),
-// else the largest kept block grown to it (mremap keeps its pages), while the blocks in use and
-// the kept ones together stay within the most the blocks in use have ever needed at once: kept
+// iterations of Faster R-CNN R50-FPN, a quarter of the step's time (docs/BENCHMARKS.md). Raising
+// glibc's threshold instead keeps them in the heap but fragments it (peak RSS 4.6 -> 6.5 GB in the
+// same run). This allocator keeps the mappings of freed large blocks and hands them out again: to a
+// request the smallest kept block that holds it (its tail unmapped where it would waste more than a
+// fifth), else the largest kept block grown to it (mremap keeps its pages), while the blocks in use
+// and the kept ones together stay within the most the blocks in use have ever needed at once: kept
 // blocks are unmapped (least recently freed first) before growing or mapping would exceed that,
 // so the peak of resident memory is what it was without the cache.
 #include <c10/core/Allocator.h>
@@ -63,7 +63,6 @@ class LargeBlockAllocator : public c10::Allocator {
   void unmap_least_recently_freed() const;
   void report_to_profiler(void* data, int64_t bytes) const;
 
-  c10::Allocator* small_;
   size_t min_block_bytes_;
   mutable std::mutex mutex_;
   mutable std::multimap<size_t, Block*> kept_;  // by size

@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <functional>
 #include <iostream>
 #include <limits>
 #include <string>
 
 #include "detkit/ops/blocked_maps.h"
+#include "tests/support/c10_error_of.h"
 
 namespace detkit::ops {
 namespace {
@@ -84,21 +84,13 @@ TEST(BlockedMaps, RefusesMapsItCannotHold) {
   // The pairs that remake their normalized map: a plain map, and a convolution whose output a
   // blocked BatchNorm cannot hold, are refused with what is wrong.
   const BatchNormArgs norm{at::ones({32}), at::zeros({32}), {}, {}, 0.1, 1e-5};
-  auto message = [](const std::function<void()>& call) {
-    try {
-      call();
-    } catch (const c10::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message([&] {
+  EXPECT_NE(testing::c10_error_of([&] {
               blocked_batch_norm_relu_conv2d(at::zeros({1, 32, 4, 4}), norm,
                                              at::zeros({16, 32, 1, 1}), {}, 1, 0, 1);
             }).find("blocked map"),
             std::string::npos);
   const BatchNormArgs out_norm{at::ones({24}), at::zeros({24}), {}, {}, 0.1, 1e-5};
-  EXPECT_NE(message([&] {
+  EXPECT_NE(testing::c10_error_of([&] {
               blocked_batch_norm_relu_conv2d_batch_norm(map, norm, at::zeros({24, 32, 1, 1}), {}, 1,
                                                         0, 1, out_norm);
             }).find("24 output channels"),

@@ -11,6 +11,7 @@
 
 #include "detkit/ops/roi_align.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/c10_error_of.h"
 
 namespace detkit::ops {
 namespace {
@@ -260,27 +261,26 @@ TEST(RoiAlign, BoxFullyOutsideGivesZerosAndNoGradient) {
 TEST(RoiAlign, RejectsBadInput) {
   const at::Tensor x = at::randn({2, 3, 8, 8});
   const at::Tensor good = at::tensor({1.0f, 0.0f, 0.0f, 4.0f, 4.0f}).view({1, 5});
-  auto message = [](auto&& call) {
-    try {
-      call();
-    } catch (const c10::Error& e) {
-      return std::string(e.what_without_backtrace());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message([&] {
+  EXPECT_NE(testing::c10_error_of([&] {
               roi_align(x, at::zeros({3, 4}), 1, 2, 2, 0, true);
             }).find("[3, 4]"),
             std::string::npos);
-  EXPECT_NE(message([&] { roi_align(x[0], good, 1, 2, 2, 0, true); }).find("[3, 8, 8]"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::c10_error_of([&] { roi_align(x[0], good, 1, 2, 2, 0, true); }).find("[3, 8, 8]"),
+      std::string::npos);
   const at::Tensor bad_batch = at::tensor({2.0f, 0.0f, 0.0f, 4.0f, 4.0f}).view({1, 5});
-  EXPECT_NE(message([&] { roi_align(x, bad_batch, 1, 2, 2, 0, true); }).find("batch index 2"),
+  EXPECT_NE(testing::c10_error_of([&] {
+              roi_align(x, bad_batch, 1, 2, 2, 0, true);
+            }).find("batch index 2"),
             std::string::npos);
-  EXPECT_NE(message([&] { roi_align(x, good.to(at::kDouble), 1, 2, 2, 0, true); }).find("Double"),
+  EXPECT_NE(testing::c10_error_of([&] {
+              roi_align(x, good.to(at::kDouble), 1, 2, 2, 0, true);
+            }).find("Double"),
             std::string::npos);
-  EXPECT_NE(message([&] { roi_align(x, good, 1, 0, 2, 0, true); }).find("0x2"), std::string::npos);
-  EXPECT_NE(message([&] { roi_align(x, good, 1, 2, 2, -1, true); }).find("-1"), std::string::npos);
+  EXPECT_NE(testing::c10_error_of([&] { roi_align(x, good, 1, 0, 2, 0, true); }).find("0x2"),
+            std::string::npos);
+  EXPECT_NE(testing::c10_error_of([&] { roi_align(x, good, 1, 2, 2, -1, true); }).find("-1"),
+            std::string::npos);
 }
 
 // ---- Gradient. ----

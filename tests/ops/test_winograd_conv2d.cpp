@@ -47,6 +47,23 @@ Result run(bool winograd, const at::Tensor& x0, const at::Tensor& w0, const at::
   return {y.detach(), x.grad(), w.grad(), b.defined() ? b.grad() : at::Tensor()};
 }
 
+struct Inputs {
+  at::Tensor x, w, b, g;  // b undefined without a bias
+};
+
+// Activations after a ReLU, He-scaled weights, a small bias, an upstream gradient.
+Inputs random_inputs(const Case& k) {
+  at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
+  at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
+  at::Tensor b = k.bias ? at::randn({k.o}) * 0.1 : at::Tensor();
+  return {x, w, b, at::randn({k.n, k.o, k.h, k.w})};
+}
+
+// A Result's fields, and their names for the printed differences.
+const char* const kFieldNames[] = {"output", "grad_input", "grad_weight", "grad_bias"};
+const at::Tensor Result::*const kFields[] = {&Result::out, &Result::grad_input,
+                                             &Result::grad_weight, &Result::grad_bias};
+
 // max |a - ref| / max |ref|
 double relative_error(const at::Tensor& a, const at::Tensor& ref) {
   return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
@@ -60,26 +77,20 @@ TEST(WinogradConv2d, ForwardAndGradientsAgreeWithConv2dWithinFloat32Rounding) {
   for (const Case& k : {Case{2, 64, 64, 32, 48, true}, Case{1, 128, 27, 40, 40, false},
                         Case{24, 128, 128, 14, 14, true}, Case{3, 32, 48, 23, 17, true}}) {
     SCOPED_TRACE(describe(k));
-    at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();  // activations after a ReLU
-    at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
-    at::Tensor b = k.bias ? at::randn({k.o}) * 0.1 : at::Tensor();
-    at::Tensor g = at::randn({k.n, k.o, k.h, k.w});
+    const auto [x, w, b, g] = random_inputs(k);
     ASSERT_TRUE(winograd_conv2d_applies(x, w, b, 1, 1, 1, 1));
     Result ref = run(false, x.to(at::kDouble), w.to(at::kDouble), k.bias ? b.to(at::kDouble) : b,
                      g.to(at::kDouble));
     Result direct = run(false, x, w, b, g), wino = run(true, x, w, b, g);
-    const char* names[] = {"output", "grad_input", "grad_weight", "grad_bias"};
-    const at::Tensor Result::*fields[] = {&Result::out, &Result::grad_input, &Result::grad_weight,
-                                          &Result::grad_bias};
     for (int i = 0; i < (k.bias ? 4 : 3); ++i) {
-      const double e_wino = relative_error(wino.*fields[i], ref.*fields[i]);
-      const double e_direct = relative_error(direct.*fields[i], ref.*fields[i]);
-      std::cout << "[ winograd ] " << describe(k) << " " << names[i]
+      const double e_wino = relative_error(wino.*kFields[i], ref.*kFields[i]);
+      const double e_direct = relative_error(direct.*kFields[i], ref.*kFields[i]);
+      std::cout << "[ winograd ] " << describe(k) << " " << kFieldNames[i]
                 << ": max diff / max |value| winograd " << e_wino << ", at::conv2d float32 "
                 << e_direct << std::endl;
-      EXPECT_EQ((wino.*fields[i]).sizes(), (ref.*fields[i]).sizes());
+      EXPECT_EQ((wino.*kFields[i]).sizes(), (ref.*kFields[i]).sizes());
       // Winograd's transforms cost about a decimal digit against the direct kernels' ~1e-7.
-      EXPECT_LT(e_wino, 1e-5) << names[i];
+      EXPECT_LT(e_wino, 1e-5) << kFieldNames[i];
     }
     if (!k.bias) EXPECT_FALSE(wino.grad_bias.defined());
   }
@@ -120,9 +131,7 @@ TEST(WinogradConv2d, ABatchWhoseScratchpadIsLargeRunsImageByImage) {
   const auto cl = at::MemoryFormat::ChannelsLast;
   for (const bool channels_last : {false, true}) {
     SCOPED_TRACE(channels_last ? "channels-last" : "NCHW");
-    at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
-    const at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
-    const at::Tensor b = at::randn({k.o}) * 0.1, g = at::randn({k.n, k.o, k.h, k.w});
+    auto [x, w, b, g] = random_inputs(k);
     if (channels_last) x = x.contiguous(cl);
     const Result batch = run(true, x, w, b, g);
     // The batch's gradients are its images' own: input gradients side by side, the weight's and
@@ -155,18 +164,13 @@ TEST(WinogradConv2d, AWideBatchOfSmallMapsRunsInSlicesOfSeveralImages) {
   const int64_t bound = cpu::kScratchpadPerBatchBytes;
   ASSERT_GT(cpu::winograd_scratchpad_bytes(k.n, k.c, k.o, k.h, k.w, k.bias), bound);
   ASSERT_LT(cpu::winograd_scratchpad_bytes(10, k.c, k.o, k.h, k.w, k.bias), bound);
-  const at::Tensor x = at::randn({k.n, k.c, k.h, k.w}).relu_();
-  const at::Tensor w = at::randn({k.o, k.c, 3, 3}) * std::sqrt(2.0 / (9 * k.c));
-  const at::Tensor b = at::randn({k.o}) * 0.1, g = at::randn({k.n, k.o, k.h, k.w});
+  const auto [x, w, b, g] = random_inputs(k);
   const Result sliced = run(true, x, w, b, g), direct = run(false, x, w, b, g);
-  const char* names[] = {"output", "grad_input", "grad_weight", "grad_bias"};
-  const at::Tensor Result::*fields[] = {&Result::out, &Result::grad_input, &Result::grad_weight,
-                                        &Result::grad_bias};
   for (int i = 0; i < 4; ++i) {
-    const double e = relative_error(sliced.*fields[i], (direct.*fields[i]).to(at::kDouble));
-    std::cout << "[ winograd ] " << describe(k) << " in slices: " << names[i]
+    const double e = relative_error(sliced.*kFields[i], (direct.*kFields[i]).to(at::kDouble));
+    std::cout << "[ winograd ] " << describe(k) << " in slices: " << kFieldNames[i]
               << " max diff / max |value| vs at::conv2d " << e << std::endl;
-    EXPECT_LT(e, 1e-5) << names[i];
+    EXPECT_LT(e, 1e-5) << kFieldNames[i];
   }
 }
 
