@@ -5,8 +5,12 @@
 #include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "detkit/utils/allocator.h"
 #include "detkit/utils/large_block_allocator.h"
@@ -135,6 +139,63 @@ TEST(LargeBlockAllocator, RawAllocateAndDeallocateWorkForBothSizes) {
   EXPECT_EQ(allocator.raw_allocate(48 * kMiB), large);
   allocator.raw_deallocate(large);
 }
+
+TEST(LargeBlockAllocator, ARequestNoMappingCanHoldFailsNamingItsSize) {
+  LargeBlockAllocator allocator(32 * kMiB);
+  { auto kept = allocator.allocate(64 * kMiB); }
+  const size_t beyond_the_address_space = size_t{1} << 48;  // 256 TiB: x86-64 maps 128 TiB
+  try {
+    allocator.allocate(beyond_the_address_space);
+    FAIL() << "a 256 TiB block was mapped";
+  } catch (const c10::Error& e) {
+    const std::string message = e.what_without_backtrace();
+    EXPECT_NE(message.find("can't allocate memory"), std::string::npos) << message;
+    EXPECT_NE(message.find("281474976710656 bytes"), std::string::npos) << message;
+  }
+  const auto stats = allocator.stats();
+  EXPECT_EQ(stats.kept_bytes, 0u);  // over the peak in use: given back before mapping
+  EXPECT_EQ(stats.in_use_bytes, 0u);
+  EXPECT_EQ(stats.mapped, 1);
+}
+
+#if !defined(__SANITIZE_ADDRESS__)  // the sanitizer's own mappings need room under the limit
+// Bytes of address space the process has mapped.
+size_t mapped_bytes() {
+  size_t pages = 0;
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr || std::fscanf(statm, "%zu", &pages) != 1) pages = 0;
+  if (statm != nullptr) std::fclose(statm);
+  return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// In a child process whose address space is limited: growing a kept block fails, mapping a new
+// one fails with another block still kept, and the kept block given back makes room for it.
+int allocate_under_an_address_space_limit() {
+  LargeBlockAllocator allocator(32 * kMiB);
+  {
+    auto a = allocator.allocate(100 * kMiB);
+    auto b = allocator.allocate(100 * kMiB);
+    auto c = allocator.allocate(100 * kMiB);
+  }  // 300 MiB kept, the peak in use
+  const rlimit limit{mapped_bytes() - 60 * kMiB, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) return 2;
+  // No kept block holds 150 MiB: one is unmapped to stay within the peak, the largest left cannot
+  // grow (+50 MiB over the limit) and is unmapped, a new mapping fails with 100 MiB still kept;
+  // those given back, it succeeds.
+  auto block = allocator.allocate(150 * kMiB);
+  std::memset(block.get(), 1, 150 * kMiB);
+  const auto stats = allocator.stats();
+  if (stats.mapped != 4 || stats.unmapped != 3 || stats.kept_bytes != 0 ||
+      stats.in_use_bytes != 150 * kMiB)
+    return 3;
+  return 0;
+}
+
+TEST(LargeBlockAllocator, KeptBlocksAreGivenBackWhenTheSystemRefusesAMapping) {
+  EXPECT_EXIT(std::_Exit(allocate_under_an_address_space_limit()), ::testing::ExitedWithCode(0),
+              "");
+}
+#endif
 
 TEST(LargeBlockAllocator, ConfigureAllocatorMakesItLibtorchsCpuAllocator) {
   configure_allocator();
