@@ -104,12 +104,17 @@ TEST(MapperErrors, AnImageDeclaringTooManyPixelsIsRefusedBeforeDecoding) {
 }
 
 // Every format encoded_image_size reads, as OpenCV writes it (30 x 50 pixels), and the header
-// variants OpenCV does not write: a big-endian TIFF with a LONG height, an extended (VP8X) WebP,
-// an OS/2 BMP, a bottom-up BMP's negative height, a PAM and a Netpbm header with comments.
+// variants OpenCV does not write but reads: a big-endian TIFF with a LONG height, TIFF sizes as
+// signed types, a BigTIFF, an extended (VP8X) WebP, an OS/2 BMP, a bottom-up BMP's negative
+// height, PAMs (indented keywords, CR line ends), Netpbm headers with comments or numbers ended
+// by any byte (OpenCV's reader skips the byte after a number, whatever it is: a fuzzed PGM
+// "1077`777777" declared 1077 x 777777 and OpenCV allocated 2.5 GB for it), a bare JPEG 2000
+// codestream with an image offset.
 TEST(ImageIo, EncodedImageSizeReadsEveryFormatsHeader) {
   const cv::Mat color = testing::gradient_image(30, 50);
-  cv::Mat gray;
+  cv::Mat gray, color_float;
   cv::cvtColor(color, gray, cv::COLOR_BGR2GRAY);
+  color.convertTo(color_float, CV_32FC3, 1.0 / 255);
   struct Encoded {
     std::string ext;
     const cv::Mat* image;
@@ -125,19 +130,44 @@ TEST(ImageIo, EncodedImageSizeReadsEveryFormatsHeader) {
                                {".pfm", &color, {}},
                                {".tiff", &color, {}},
                                {".webp", &color, {}},
-                               {".webp", &color, {cv::IMWRITE_WEBP_QUALITY, 101}}};
+                               {".webp", &color, {cv::IMWRITE_WEBP_QUALITY, 101}},
+                               {".ras", &color, {}},
+                               {".hdr", &color_float, {}},
+                               {".exr", &color_float, {}}};
   for (const Encoded& e : encodings) {
     std::vector<unsigned char> bytes;
     ASSERT_TRUE(cv::imencode(e.ext, *e.image, bytes, e.params)) << e.ext;
+    ASSERT_EQ(cv::imdecode(bytes, cv::IMREAD_COLOR).size(), cv::Size(50, 30)) << e.ext;
     int64_t w = 0, h = 0;
     EXPECT_TRUE(encoded_image_size(bytes, w, h)) << e.ext;
     EXPECT_EQ(w, 50) << e.ext;
     EXPECT_EQ(h, 30) << e.ext;
   }
+  std::vector<unsigned char> jp2;  // OpenJPEG's default 6 resolution levels need 32 pixels a side
+  ASSERT_TRUE(cv::imencode(".jp2", testing::gradient_image(40, 70), jp2));
+  int64_t jp2_w = 0, jp2_h = 0;
+  EXPECT_TRUE(encoded_image_size(jp2, jp2_w, jp2_h));
+  EXPECT_EQ(jp2_w, 70);
+  EXPECT_EQ(jp2_h, 40);
   auto bytes_of = [](std::initializer_list<int> values) {
     return std::vector<unsigned char>(values.begin(), values.end());
   };
+  auto text = [](const std::string& s) { return std::vector<unsigned char>(s.begin(), s.end()); };
   const std::pair<std::string, std::vector<unsigned char>> crafted[] = {
+      {"TIFF, SLONG width and SSHORT height",
+       bytes_of({'I', 'I', '*', 0, 8, 0, 0, 0, 2, 0,     //
+                 0,   1,   9,   0, 1, 0, 0, 0, 50, 0, 0, 0,    // width SLONG
+                 1,   1,   8,   0, 1, 0, 0, 0, 30, 0, 0, 0})},  // height SSHORT
+      {"BigTIFF", bytes_of({'I', 'I', 43, 0, 8, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0,  // IFD at 16
+                            2, 0, 0, 0, 0, 0, 0, 0,                                // 2 entries
+                            0, 1, 16, 0, 1, 0, 0, 0, 0, 0, 0, 0,                   // LONG8 width
+                            50, 0, 0, 0, 0, 0, 0, 0,                               //
+                            1, 1, 3, 0, 1, 0, 0, 0, 0, 0, 0, 0,                    // SHORT height
+                            30, 0, 0, 0, 0, 0, 0, 0})},
+      {"JPEG 2000 codestream", bytes_of({0xFF, 0x4F, 0xFF, 0x51, 0, 41, 0, 0, 0, 0, 0, 60, 0, 0,
+                                         0, 40, 0, 0, 0, 10, 0, 0, 0, 10})},  // 60-10 x 40-10
+      {"PGM, numbers ended by any byte", text("P5\n50`30I255I")},
+      {"PAM, indented, CR line ends", text("P7\r  WIDTH 50\r\n\tHEIGHT \t30  \rENDHDR\n")},
       {"big-endian TIFF", bytes_of({'M', 'M', 0, '*', 0, 0, 0, 8, 0, 2,             //
                                     1,   0,   0, 3,   0, 0, 0, 1, 0, 50, 0, 0,      // width SHORT
                                     1,   1,   0, 4,   0, 0, 0, 1, 0, 0,  0, 30})},  // height LONG
@@ -161,26 +191,40 @@ TEST(ImageIo, EncodedImageSizeReadsEveryFormatsHeader) {
   }
   int64_t w = 0, h = 0;
   EXPECT_FALSE(encoded_image_size(bytes_of({'P', '6', '\n', 'x'}), w, h));  // no number
+  EXPECT_FALSE(encoded_image_size(text("P6x50 30 255\n"), w, h));  // OpenCV: no PPM signature
   EXPECT_FALSE(encoded_image_size(bytes_of({'I', 'I', '*', 0, 0xFF, 0xFF, 0, 0}), w, h));
 }
 
 // Decompression bombs in the other formats with a readable header (20000 x 20000 declared, a few
 // bytes of data) are refused from the header too, as PIL refuses them, not handed to OpenCV
-// (whose own limit, 2^30 pixels, lets a 1.2 GB image through).
+// (whose own limit, 2^30 pixels, lets a 1.2 GB image through): every format OpenCV decodes but
+// DICOM. The PGM is the fuzzer's find (numbers ended by bytes that are not whitespace).
 TEST(MapperErrors, BombsOfEveryFormatWithAReadableHeaderAreRefusedBeforeDecoding) {
   testing::TempDir dir("mapper_bombs");
   const std::string data(64, 'x');
+  const std::string size_20000_be("\0\0\x4e\x20", 4), size_20000_le("\x20\x4e\0\0", 4);
   const std::pair<std::string, std::string> bombs[] = {
       {"bomb.ppm", "P6\n20000 20000\n255\n" + data},
+      {"bomb.pgm", "P5\n20000`20000I255I" + data},
       {"bomb.pam",
        "P7\nWIDTH 20000\nHEIGHT 20000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n" + data},
+      {"bomb.pfm", "PF\n20000 20000\n-1.0\n" + data},
       {"bomb.bmp", std::string("BM") + std::string(12, '\0') + std::string("\x28\0\0\0", 4) +
-                       std::string("\x20\x4e\0\0\x20\x4e\0\0", 8) + data},
+                       size_20000_le + size_20000_le + data},
       {"bomb.webp", std::string("RIFF\0\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0", 24) +
                         std::string("\x1f\x4e\0\x1f\x4e\0", 6) + data},
       {"bomb.tiff", std::string("II*\0\x08\0\0\0\x02\0", 10) +
-                        std::string("\0\x01\x04\0\x01\0\0\0\x20\x4e\0\0", 12) +
-                        std::string("\x01\x01\x04\0\x01\0\0\0\x20\x4e\0\0", 12) + data}};
+                        std::string("\0\x01\x04\0\x01\0\0\0", 8) + size_20000_le +
+                        std::string("\x01\x01\x04\0\x01\0\0\0", 8) + size_20000_le + data},
+      {"bomb.ras", std::string("\x59\xa6\x6a\x95", 4) + size_20000_be + size_20000_be +
+                       std::string("\0\0\0\x18\0\0\0\0\0\0\0\x01", 12) +
+                       std::string(8, '\0') + data},
+      {"bomb.hdr", "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 20000 +X 20000\n" + data},
+      {"bomb.j2k", std::string("\xff\x4f\xff\x51\0\x29\0\0", 8) + size_20000_be + size_20000_be +
+                       std::string(8, '\0') + data},
+      {"bomb.exr", std::string("\x76\x2f\x31\x01\x02\0\0\0dataWindow\0box2i\0\x10\0\0\0", 29) +
+                       std::string(8, '\0') + std::string("\x1f\x4e\0\0\x1f\x4e\0\0\0", 9) +
+                       data}};
   for (const auto& [name, bytes] : bombs) {
     const std::string path = dir.write("images/" + name, bytes);
     try {
@@ -196,15 +240,14 @@ TEST(MapperErrors, BombsOfEveryFormatWithAReadableHeaderAreRefusedBeforeDecoding
   }
 }
 
-// OpenCV refuses some inputs by throwing cv::Exception (here a Sun raster, a format whose header
-// detkit does not read, declaring 40000 x 40000 pixels, over OpenCV's own limit): a named error.
+// OpenCV refuses some inputs by throwing cv::Exception (here a BMP 2097152 x 1: under detkit's
+// pixel limit, over OpenCV's largest side, 2^20): a named error.
 TEST(MapperErrors, AnImageOpenCvRefusesIsANamedError) {
   testing::TempDir dir("mapper_opencv_refuses");
-  const std::string header(
-      "\x59\xa6\x6a\x95\0\0\x9c\x40\0\0\x9c\x40\0\0\0\x18"
-      "\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\0",
-      32);
-  const std::string path = dir.write("images/huge.ras", header + std::string(64, 'x'));
+  const std::string header = std::string("BM\0\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0", 18) +
+                             std::string("\0\0\x20\0\x01\0\0\0\x01\0\x18\0", 12) +
+                             std::string(24, '\0');
+  const std::string path = dir.write("images/wide.bmp", header + std::string(64, 'x'));
   try {
     read_image(path, "BGR");
     ADD_FAILURE() << "decoded";
@@ -212,6 +255,18 @@ TEST(MapperErrors, AnImageOpenCvRefusesIsANamedError) {
     std::cout << "[ opencv ] " << e.what() << "\n";
     EXPECT_EQ(std::string(e.what()).rfind(path + ": not a readable image (OpenCV: ", 0), 0u)
         << e.what();
+  }
+  // Sides of zero or less are OpenCV's to refuse: a JPEG 2000 codestream whose image offsets
+  // exceed its sizes (both sides near -2^32; their product overflowed the bomb check, UBSan).
+  const std::string negative = dir.write(
+      "images/negative.j2k", std::string("\xff\x4f\xff\x51\0\x29\0\0\0\0\0\x10\0\0\0\x10", 16) +
+                                 std::string(8, '\xff') + std::string(64, 'x'));
+  try {
+    read_image(negative, "BGR");
+    ADD_FAILURE() << "decoded";
+  } catch (const Error& e) {
+    std::cout << "[ negative ] " << e.what() << "\n";
+    EXPECT_EQ(std::string(e.what()).rfind(negative + ": not a readable image", 0), 0u) << e.what();
   }
 }
 

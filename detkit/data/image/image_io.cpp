@@ -75,9 +75,11 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
   const std::string truncated = truncation_problem(bytes);
   if (!truncated.empty()) throw Error(path + ": " + truncated);
   int64_t width = 0, height = 0;
-  // A side over the limit is refused before the product, which then cannot overflow.
+  // A side over the limit is refused before the product, which then cannot overflow; a side of
+  // zero or less (OpenCV refuses it) is not multiplied.
   if (encoded_image_size(bytes, width, height) &&
-      (width > kMaxImagePixels || height > kMaxImagePixels || width * height > kMaxImagePixels))
+      (width > kMaxImagePixels || height > kMaxImagePixels ||
+       (width > 0 && height > 0 && width * height > kMaxImagePixels)))
     throw Error(path + ": its header declares " + std::to_string(width) + "x" +
                 std::to_string(height) + " (width x height) pixels, over the limit of " +
                 std::to_string(kMaxImagePixels) +

@@ -16,14 +16,15 @@ inline constexpr int64_t kMaxImagePixels = 89478485;
 
 /// The image at `path` as an (H, W, 3) uint8 matrix in `format` order ("BGR" or "RGB"). A file
 /// whose header declares more than kMaxImagePixels is refused before decoding (the formats
-/// encoded_image_size reads); others are limited by OpenCV's own threshold (2^30 pixels).
+/// encoded_image_size reads: every format Debian's OpenCV 4.6 decodes but DICOM, which is
+/// limited by OpenCV's own threshold, 2^30 pixels).
 /// Whatever cannot be read or decoded (OpenCV's exceptions included) is a detkit::Error naming
 /// the file.
 cv::Mat read_image(const std::string& path, const std::string& format);
 
-/// Width and height an image header declares, read without decoding: JPEG, PNG, BMP, Netpbm
-/// (PBM, PGM, PPM, PAM, PFM), WebP and TIFF (image_header_size.cpp); false for other formats
-/// (OpenCV also reads JPEG 2000, OpenEXR, Radiance HDR and Sun raster) and unreadable headers.
+/// Width and height an image header declares, read without decoding as OpenCV reads it: JPEG,
+/// PNG, BMP, Netpbm (PBM, PGM, PPM, PAM, PFM), WebP, TIFF / BigTIFF, Sun raster, Radiance HDR,
+/// JPEG 2000 and OpenEXR (image_header_size.cpp); false for other formats and unreadable headers.
 bool encoded_image_size(const std::vector<unsigned char>& bytes, int64_t& width, int64_t& height);
 
 /// Why the encoded bytes are incomplete ("JPEG data ends before its end-of-image marker"), or
