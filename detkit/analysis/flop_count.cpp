@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "detkit/layers/conv2d.h"
+
 namespace detkit::analysis {
 
 namespace {
@@ -130,7 +132,7 @@ int64_t conv_flops(at::IntArrayRef input, at::IntArrayRef weight, at::IntArrayRe
   return input[0] * product(weight) * product(spatial);
 }
 
-FlopCounter::FlopCounter(const torch::nn::Module& model) {
+FlopCounter::FlopCounter(const torch::nn::Module& model) : model_(&model) {
   for (const auto& p : model.named_parameters(/*recurse=*/true)) {
     size_t dot = p.key().rfind('.');
     owner_by_weight_[p.value().data_ptr()] = dot == std::string::npos ? "" : p.key().substr(0, dot);
@@ -147,9 +149,21 @@ FlopCounter::~FlopCounter() {
   active_counter = previous_;
 }
 
+std::string FlopCounter::owner_of_folded_weight(const void* weight_data) const {
+  auto folded_here = [&](const torch::nn::Module& m) {
+    const auto* conv = dynamic_cast<const layers::Conv2dImpl*>(&m);
+    return conv != nullptr && conv->folded_weight_data() == weight_data;
+  };
+  if (folded_here(*model_)) return "";
+  for (const auto& m : model_->named_modules("", /*include_self=*/false))
+    if (folded_here(*m.value())) return m.key();
+  return "";
+}
+
 void FlopCounter::record(const std::string& kind, const void* weight_data, int64_t flops) {
   auto it = owner_by_weight_.find(weight_data);
-  by_module_[it == owner_by_weight_.end() ? "" : it->second] += flops;
+  by_module_[it != owner_by_weight_.end() ? it->second : owner_of_folded_weight(weight_data)] +=
+      flops;
   by_operator_[kind] += flops;
 }
 

@@ -3,7 +3,8 @@
 // them (Detectron2's analyze_model --tasks flop): one multiply-add is one flop. Counting watches
 // the ATen ops a forward pass runs on this thread (RecordFunction callbacks on aten::convolution
 // and detkit::winograd_conv2d, and on aten::linear / addmm / matmul / mm, which nn::Linear runs) and charges each op to the
-// module owning its weight (the op's second matrix).
+// module owning its weight (the op's second matrix; for a layers::Conv2d that folded its norm in
+// for inference, the folded weight it keeps).
 #include <torch/nn/module.h>
 
 #include <cstdint>
@@ -20,7 +21,7 @@ namespace detkit::analysis {
 class FlopCounter {
  public:
   /// `model` names the weights: an op whose weight is a parameter of `model` is charged to that
-  /// parameter's module, any other op to "" (the model itself).
+  /// parameter's module, any other op to "" (the model itself). `model` outlives the counter.
   explicit FlopCounter(const torch::nn::Module& model);
   ~FlopCounter();
   FlopCounter(const FlopCounter&) = delete;
@@ -39,6 +40,10 @@ class FlopCounter {
   void record(const std::string& kind, const void* weight_data, int64_t flops);
 
  private:
+  /// The module of `model_` whose Conv2d keeps `weight_data` as its folded weight, or "".
+  std::string owner_of_folded_weight(const void* weight_data) const;
+
+  const torch::nn::Module* model_;
   std::unordered_map<const void*, std::string> owner_by_weight_;
   std::map<std::string, int64_t> by_module_, by_operator_;
   uint64_t handle_ = 0;

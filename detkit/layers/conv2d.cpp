@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
 
+#include <algorithm>
 #include <atomic>
+#include <tuple>
 
 #include "detkit/layers/norm.h"
 #include "detkit/ops/blocked_maps.h"
@@ -105,17 +107,48 @@ at::Tensor Conv2dImpl::normalize_then_forward_blocked(const at::Tensor& convolve
                                                         batch_statistics_step(*next_bn));
 }
 
+bool Conv2dImpl::Source::same_as(const at::Tensor& t) const {
+  return t.is_same(tensor) && t.storage().unsafeGetStorageImpl() == storage.unsafeGetStorageImpl() &&
+         t.data_ptr() == data && t._version() == version;
+}
+
+std::pair<at::Tensor, at::Tensor> Conv2dImpl::weight_and_bias_with_norm() {
+  std::vector<at::Tensor> tensors = {weight_};
+  if (bias_.defined()) tensors.push_back(bias_);
+  for (const auto& t : norm_.ptr()->parameters()) tensors.push_back(t);
+  for (const auto& t : norm_.ptr()->buffers()) tensors.push_back(t);
+  // Tensors made in InferenceMode have no version counter: nothing made from them is kept.
+  const bool keep = std::none_of(tensors.begin(), tensors.end(),
+                                 [](const at::Tensor& t) { return t.is_inference(); });
+  bool same = keep && tensors.size() == folded_.sources.size();
+  for (size_t i = 0; same && i < tensors.size(); ++i) same = folded_.sources[i].same_as(tensors[i]);
+  if (same) return {folded_.weight, folded_.bias};
+  auto [scale, shift] = channel_affine(norm_);
+  at::Tensor weight = (weight_ * scale.view({-1, 1, 1, 1})).to(weight_.scalar_type());
+  at::Tensor bias = (bias_.defined() ? bias_ * scale + shift : shift).to(weight_.scalar_type());
+  if (!keep) return {weight, bias};
+  folded_.sources.clear();
+  for (const auto& t : tensors)
+    folded_.sources.push_back({t, t.storage(), t.data_ptr(), t._version()});
+  folded_.weight = weight;
+  folded_.bias = bias;
+  return {weight, bias};
+}
+
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   const auto& o = options_;
   if (ops::is_blocked(x)) return forward_blocked(x);
+  const bool fold = !at::GradMode::is_enabled() && is_channel_affine(norm_);
+  at::Tensor weight = weight_, bias = bias_;
+  if (fold) std::tie(weight, bias) = weight_and_bias_with_norm();
   at::Tensor y =
       conv_algorithm() == ConvAlgorithm::kAuto &&
-              ops::winograd_conv2d_applies(x, weight_, bias_, o.stride(), o.padding(), o.dilation(),
+              ops::winograd_conv2d_applies(x, weight, bias, o.stride(), o.padding(), o.dilation(),
                                            o.groups())
-          ? ops::winograd_conv2d(x, weight_, bias_)
-          : at::conv2d(x, weight_, bias_, {o.stride(), o.stride()}, {o.padding(), o.padding()},
+          ? ops::winograd_conv2d(x, weight, bias)
+          : at::conv2d(x, weight, bias, {o.stride(), o.stride()}, {o.padding(), o.padding()},
                        {o.dilation(), o.dilation()}, o.groups());
-  if (!norm_.is_empty()) y = norm_.forward(y);
+  if (!norm_.is_empty() && !fold) y = norm_.forward(y);
   if (options_.relu()) y = at::relu_(y);
   return y;
 }

@@ -7,6 +7,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace detkit::layers {
 
@@ -29,7 +31,9 @@ class Conv2dImpl : public torch::nn::Module {
  public:
   explicit Conv2dImpl(const Conv2dOptions& options);
   /// x: an (N, C, H, W) map, or a blocked one (ops/blocked_maps.h; one group, a norm with
-  /// norm_has_blocked_form), which gives a blocked result.
+  /// norm_has_blocked_form), which gives a blocked result. Without gradients (inference), a norm
+  /// that is a per-channel affine map (FrozenBN, BN in eval) is folded into the convolution's
+  /// weight and bias, which are kept while the tensors they come from are unchanged.
   at::Tensor forward(const at::Tensor& x);
   /// A blocked result from a blocked x, or from a plain (N, C, H, W) float32 one (a network's
   /// first convolution, on its images; any C): one group, a norm with norm_has_blocked_form.
@@ -49,6 +53,11 @@ class Conv2dImpl : public torch::nn::Module {
   at::Tensor normalize_then_forward_blocked(const at::Tensor& convolved, Conv2dImpl& next);
 
   const Conv2dOptions& options() const { return options_; }
+  /// The data of the weight with the norm folded in that forward keeps (nullptr while there is
+  /// none): how a FLOP counter charges the convolution to this module.
+  const void* folded_weight_data() const {
+    return folded_.weight.defined() ? folded_.weight.data_ptr() : nullptr;
+  }
   at::Tensor& weight() { return weight_; }
   at::Tensor& bias() { return bias_; }
 
@@ -57,9 +66,25 @@ class Conv2dImpl : public torch::nn::Module {
   /// normalized map remade in backward.
   bool remakes_before(const at::Tensor& convolved, const Conv2dImpl& next);
 
+  /// The weight and bias with this norm folded in (is_channel_affine), in the weight's dtype;
+  /// remade when any tensor behind them (weight, bias, the norm's parameters and buffers) was
+  /// replaced, given new data (set_data, which keeps the version) or changed in place.
+  std::pair<at::Tensor, at::Tensor> weight_and_bias_with_norm();
+
   Conv2dOptions options_;
   at::Tensor weight_, bias_;
   torch::nn::AnyModule norm_;
+  struct Source {  // tensor and storage held, so that neither address can be reused meanwhile
+    at::Tensor tensor;
+    c10::Storage storage;
+    const void* data;
+    int64_t version;
+    bool same_as(const at::Tensor& t) const;
+  };
+  struct Folded {
+    std::vector<Source> sources;
+    at::Tensor weight, bias;
+  } folded_;
 };
 TORCH_MODULE(Conv2d);
 

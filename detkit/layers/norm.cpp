@@ -33,27 +33,38 @@ bool norm_has_blocked_form(const std::string& name) {
   return name.empty() || name == "BN" || name == "FrozenBN";
 }
 
+bool is_channel_affine(torch::nn::AnyModule& norm) {
+  if (norm.is_empty()) return false;
+  if (dynamic_cast<FrozenBatchNorm2dImpl*>(norm.ptr().get())) return true;
+  auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(norm.ptr().get());
+  return bn != nullptr && !bn->is_training() && bn->options.track_running_stats();
+}
+
+std::pair<at::Tensor, at::Tensor> channel_affine(torch::nn::AnyModule& norm) {
+  if (auto* frozen = dynamic_cast<FrozenBatchNorm2dImpl*>(norm.ptr().get()))
+    return frozen->scale_and_shift();
+  auto& bn = dynamic_cast<torch::nn::BatchNorm2dImpl&>(*norm.ptr());  // eval: running statistics
+  const auto& o = bn.options;
+  at::Tensor scale = (bn.running_var + o.eps()).rsqrt();
+  if (o.affine()) scale = scale * bn.weight;
+  at::Tensor shift = -bn.running_mean * scale;
+  if (o.affine()) shift = shift + bn.bias;
+  return {scale, shift};
+}
+
 at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu) {
   if (norm.is_empty()) {
     at::Tensor y = x;  // the convolution's fresh output: rectified in place
     return relu ? y.relu_() : y;
   }
-  if (auto* frozen = dynamic_cast<FrozenBatchNorm2dImpl*>(norm.ptr().get())) {
-    auto [scale, shift] = frozen->scale_and_shift();
+  if (is_channel_affine(norm)) {
+    auto [scale, shift] = channel_affine(norm);
     return ops::blocked_channel_affine(x, scale, shift, relu);
   }
-  auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(norm.ptr().get());
+  auto* bn = normalizes_by_batch(norm);
   if (bn == nullptr)
     throw Error("a norm layer other than BN or FrozenBN has no form for blocked maps: " +
                 norm.ptr()->name());
-  const auto& o = bn->options;
-  if (!bn->is_training() && o.track_running_stats()) {  // eval: the running statistics
-    at::Tensor scale = (bn->running_var + o.eps()).rsqrt();
-    if (o.affine()) scale = scale * bn->weight;
-    at::Tensor shift = -bn->running_mean * scale;
-    if (o.affine()) shift = shift + bn->bias;
-    return ops::blocked_channel_affine(x, scale, shift, relu);
-  }
   const ops::BatchNormArgs a = batch_statistics_step(*bn);
   return ops::blocked_batch_norm(x, a.weight, a.bias, a.running_mean, a.running_var, a.momentum,
                                  a.eps, relu);

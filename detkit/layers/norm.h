@@ -8,6 +8,7 @@
 
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "detkit/ops/blocked_maps.h"
 
@@ -25,6 +26,12 @@ bool norm_has_blocked_form(const std::string& name);
 /// num_batches_tracked), by the running ones in eval; FrozenBN as its affine form. With `relu`,
 /// followed by a ReLU (fused into training BatchNorm's pass).
 at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu);
+
+/// Whether `norm` is, as it stands, a per-channel affine map: FrozenBN, or BN in eval with running
+/// statistics (not: none, a batch-statistics BN, SyncBN, GN).
+bool is_channel_affine(torch::nn::AnyModule& norm);
+/// That map's (scale, shift) per channel, norm(x) = x * scale + shift; needs is_channel_affine.
+std::pair<at::Tensor, at::Tensor> channel_affine(torch::nn::AnyModule& norm);
 
 /// `norm` as a BatchNorm that normalizes by its batch's statistics (in training, or without
 /// running statistics); nullptr for any other norm or mode.

@@ -146,6 +146,68 @@ TEST(Conv2d, BlockedMapsGiveTheNchwResultsWithEveryNormThatHasABlockedForm) {
   }
 }
 
+// Inference (no gradients) folds an affine norm (FrozenBN, BN in eval) into the convolution:
+// the same values as convolution-then-norm (computed with gradients on), for a 3x3 Winograd
+// shape and a 1x1 one, with and without a bias; the folded weight is remade when a running
+// statistic changes in place, when a parameter is replaced, and not used in training (BN by its
+// batch) nor by norms that are not affine (GN).
+TEST(Conv2d, InferenceFoldsAnAffineNormIntoTheConvolution) {
+  struct Case {
+    std::string norm;
+    int64_t kernel;
+    bool bias;
+  };
+  for (const Case& k : {Case{"BN", 3, false}, Case{"FrozenBN", 1, true}, Case{"GN", 3, false}}) {
+    SCOPED_TRACE(k.norm);
+    torch::manual_seed(3);
+    Conv2d conv(Conv2dOptions(32, 64, k.kernel).padding(k.kernel / 2).bias(k.bias).norm(k.norm)
+                    .relu(true));
+    conv->eval();
+    auto buffers = conv->named_buffers();
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& b : buffers)
+        if (b.key().find("running_var") != std::string::npos) b.value().uniform_(0.5, 2);
+        else if (b.value().is_floating_point()) b.value().uniform_(-1, 1);
+    }
+    const at::Tensor x = torch::randn({2, 32, 28, 28});
+    auto unfolded = [&] { return conv->forward(x).detach(); };  // gradients on: no folding
+    auto folded = [&] {
+      at::InferenceMode inference;
+      return conv->forward(x).clone();
+    };
+    auto max_relative = [](const at::Tensor& a, const at::Tensor& b) {
+      return ((a - b).abs().max() / b.abs().max()).item<double>();
+    };
+    const double diff = max_relative(folded(), unfolded());
+    std::cout << "[ conv fold ] " << k.norm << " " << k.kernel << "x" << k.kernel
+              << ": folded vs convolution then norm, max diff / max |value| " << diff << "\n";
+    EXPECT_LT(diff, 1e-5);
+    if (k.norm == "GN") continue;
+    {
+      torch::NoGradGuard no_grad;
+      buffers["norm.running_var"].mul_(4);  // in place: the folded weight must follow
+    }
+    EXPECT_LT(max_relative(folded(), unfolded()), 1e-5) << "after running_var changed in place";
+    {
+      torch::NoGradGuard no_grad;  // new data, the version kept (as master weights cast them)
+      conv->weight().set_data(conv->weight().detach() * 2);
+    }
+    EXPECT_LT(max_relative(folded(), unfolded()), 1e-5) << "after the weight's set_data";
+    if (k.norm == "BN") {  // training: the batch's statistics, without gradients too
+      const at::Tensor by_running = unfolded();
+      conv->train();
+      at::Tensor no_grad_out;
+      {
+        torch::NoGradGuard no_grad;
+        no_grad_out = conv->forward(x);
+      }
+      EXPECT_LT(max_relative(no_grad_out, conv->forward(x).detach()), 1e-5);
+      EXPECT_GT(max_relative(no_grad_out, by_running), 1e-2) << "training used running statistics";
+    }
+  }
+}
+
 TEST(Conv2d, ABlockedMapWithANormThatHasNoBlockedFormIsANamedError) {
   if (!ops::blocked_maps_available())
     GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
