@@ -120,6 +120,7 @@ std::pair<at::Tensor, at::Tensor> Conv2dImpl::weight_and_bias_with_norm() {
   // Tensors made in InferenceMode have no version counter: nothing made from them is kept.
   const bool keep = std::none_of(tensors.begin(), tensors.end(),
                                  [](const at::Tensor& t) { return t.is_inference(); });
+  std::lock_guard<std::mutex> lock(folded_mutex_);
   bool same = keep && tensors.size() == folded_.sources.size();
   for (size_t i = 0; same && i < tensors.size(); ++i) same = folded_.sources[i].same_as(tensors[i]);
   if (same) return {folded_.weight, folded_.bias};

@@ -6,6 +6,7 @@
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/pimpl.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,7 @@ class Conv2dImpl : public torch::nn::Module {
   /// The data of the weight with the norm folded in that forward keeps (nullptr while there is
   /// none): how a FLOP counter charges the convolution to this module.
   const void* folded_weight_data() const {
+    std::lock_guard<std::mutex> lock(folded_mutex_);
     return folded_.weight.defined() ? folded_.weight.data_ptr() : nullptr;
   }
   at::Tensor& weight() { return weight_; }
@@ -85,6 +87,7 @@ class Conv2dImpl : public torch::nn::Module {
     std::vector<Source> sources;
     at::Tensor weight, bias;
   } folded_;
+  mutable std::mutex folded_mutex_;  // threads running inference on one model share the folded weights
 };
 TORCH_MODULE(Conv2d);
 
