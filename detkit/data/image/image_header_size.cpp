@@ -36,6 +36,11 @@ uint64_t big_endian(const Bytes& b, size_t at, int bytes) {
   return v;
 }
 
+// Bytes [begin, end) as text.
+std::string text_of(const Bytes& b, size_t begin, size_t end) {
+  return std::string(reinterpret_cast<const char*>(b.data()) + begin, end - begin);
+}
+
 // An unsigned integer of `bytes` bytes at `at`, when the data holds it.
 bool read_uint(const Bytes& b, size_t at, int bytes, bool little, uint64_t& value) {
   if (at > b.size() || b.size() - at < static_cast<size_t>(bytes)) return false;
@@ -105,9 +110,7 @@ bool pfm_size(const Bytes& b, int64_t& width, int64_t& height) {
   auto word = [&](int64_t& value) {  // as OpenCV: up to 2048 bytes, then (int) strtol's value
     const size_t begin = at, end = std::min(b.size(), at + 2048);
     while (at < end && !std::isspace(b[at])) ++at;
-    const std::string text(b.begin() + static_cast<std::ptrdiff_t>(begin),
-                           b.begin() + static_cast<std::ptrdiff_t>(at));
-    value = static_cast<int32_t>(std::strtol(text.c_str(), nullptr, 10));
+    value = static_cast<int32_t>(std::strtol(text_of(b, begin, at).c_str(), nullptr, 10));
     if (at < end) ++at;  // the whitespace byte ending the word
   };
   if (at >= b.size()) return false;
@@ -128,8 +131,7 @@ bool pam_size(const Bytes& b, int64_t& width, int64_t& height) {
     while (at < b.size() && std::isspace(b[at])) ++at;
     const size_t keyword = at;
     while (at < b.size() && !std::isspace(b[at])) ++at;
-    const std::string name(b.begin() + static_cast<std::ptrdiff_t>(keyword),
-                           b.begin() + static_cast<std::ptrdiff_t>(at));
+    const std::string name = text_of(b, keyword, at);
     if (name == "ENDHDR") break;
     const bool is_width = name == "WIDTH", is_height = name == "HEIGHT";
     if ((is_width || is_height) && !line_end(at)) {
@@ -244,8 +246,7 @@ bool hdr_size(const Bytes& b, int64_t& width, int64_t& height) {
     const size_t begin = at;
     while (at < b.size() && at - begin < 127)
       if (b[at++] == '\n') break;
-    return std::string(b.begin() + static_cast<std::ptrdiff_t>(begin),
-                       b.begin() + static_cast<std::ptrdiff_t>(at));
+    return text_of(b, begin, at);
   };
   for (std::string line = next_line(); std::strcmp(line.c_str(), "FORMAT=32-bit_rle_rgbe\n") != 0;
        line = next_line())
@@ -301,7 +302,7 @@ bool exr_size(const Bytes& b, int64_t& width, int64_t& height) {
   auto text_at = [&](size_t from, size_t& end) {  // a NUL-terminated string; end: after its NUL
     const auto nul = std::find(b.begin() + static_cast<std::ptrdiff_t>(from), b.end(), 0);
     end = static_cast<size_t>(nul - b.begin()) + 1;
-    return std::string(b.begin() + static_cast<std::ptrdiff_t>(from), nul);
+    return text_of(b, from, static_cast<size_t>(nul - b.begin()));
   };
   size_t at = 8;
   while (at < b.size() && b[at] != 0) {
