@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   try {
     detkit::configure_threads(num_threads);
     spdlog::info("{}", detkit::blas_kernel_report());
+    if (const auto warning = detkit::narrower_openblas_kernels_warning())
+      spdlog::warn("{}", *warning);
     for (auto& run : commands) {
       int code = run();
       if (code >= 0) return code;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <utility>
 
 namespace detkit {
 
@@ -74,6 +75,57 @@ std::string loaded_openblas_path() {
 std::string openblas_corename() {
   const char* name = call_string_function("openblas_get_corename");
   return name ? name : "";
+}
+
+namespace {
+// The widest instruction set of OpenBLAS 0.3.21's x86-64 kernels, by the name it reports
+// (openblas_get_corename): 3 AVX-512, 2 AVX2 + FMA, 1 AVX, 0 SSE only; -1 a name not listed.
+int openblas_kernel_isa(const std::string& corename) {
+  static const std::array<std::pair<const char*, int>, 27> kIsa = {{
+      {"SkylakeX", 3},   {"Cooperlake", 3},  {"SapphireRapids", 3}, {"Haswell", 2},
+      {"Zen", 2},        {"Excavator", 2},   {"Sandybridge", 1},    {"Bulldozer", 1},
+      {"Piledriver", 1}, {"Steamroller", 1}, {"Prescott", 0},       {"Core2", 0},
+      {"Penryn", 0},     {"Dunnington", 0},  {"Nehalem", 0},        {"Atom", 0},
+      {"Katmai", 0},     {"Coppermine", 0},  {"Northwood", 0},      {"Banias", 0},
+      {"Athlon", 0},     {"Opteron", 0},     {"Opteron(SSE3)", 0},  {"Barcelona", 0},
+      {"Nano", 0},       {"Bobcat", 0},      {"Unknown", 0},
+  }};
+  for (const auto& [name, isa] : kIsa)
+    if (corename == name) return isa;
+  return -1;
+}
+
+// This CPU's widest instruction set on the same scale (AVX-only CPUs read as 0: not told apart).
+int cpu_isa(const CpuFeatures& cpu) {
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl) return 3;
+  return cpu.avx2 && cpu.fma ? 2 : 0;
+}
+
+const char* isa_name(int isa) {
+  static const std::array<const char*, 4> kNames = {"SSE", "AVX", "AVX2", "AVX-512"};
+  return kNames.at(isa);
+}
+}  // namespace
+
+std::optional<std::string> narrower_openblas_kernels_warning(const std::string& user_coretype,
+                                                             const std::string& corename,
+                                                             const CpuFeatures& cpu) {
+  const int kernels = openblas_kernel_isa(corename), has = cpu_isa(cpu);
+  if (user_coretype.empty() || kernels < 0 || kernels >= has) return std::nullopt;
+  return "OPENBLAS_CORETYPE=" + user_coretype + " (set in the environment; detkit keeps it) runs " +
+         "OpenBLAS's " + corename + " kernels (" + isa_name(kernels) + ") on a CPU with " +
+         isa_name(has) + ": Linear layers and transposed convolutions run slower (AMD EPYC Zen 5, " +
+         "2 threads: a 2048^2 matmul at 241 GFLOPS on Haswell's kernels and 434 on Cooperlake's, " +
+         "OpenBLAS's own choice there; Mask R-CNN R50 inference 1.11-1.18x faster on those; " +
+         "docs/BENCHMARKS.md). Unset OPENBLAS_CORETYPE to let OpenBLAS choose (detkit asks for " +
+         (has == 3 ? "SkylakeX" : "Haswell") +
+         " where OpenBLAS would fall back to generic kernels).";
+}
+
+std::optional<std::string> narrower_openblas_kernels_warning() {
+  if (std::getenv(kRestartedFrom)) return std::nullopt;  // set by detkit's restart, not the user
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  return narrower_openblas_kernels_warning(user ? user : "", openblas_corename(), cpu_features());
 }
 
 OpenblasThreading openblas_threading() {

@@ -27,6 +27,16 @@ CpuFeatures cpu_features();
 std::optional<std::string> better_openblas_coretype(const std::string& corename,
                                                     const CpuFeatures& cpu);
 
+/// When OPENBLAS_CORETYPE names kernels for a narrower instruction set than this CPU has (Haswell's
+/// AVX2 kernels on an AVX-512 CPU, say: detkit keeps a value the user set), a warning for the log
+/// that names what the CPU has and how to get its kernels; nullopt otherwise. `user_coretype` is
+/// the variable's value ("" when unset), `corename` the kernels OpenBLAS runs.
+std::optional<std::string> narrower_openblas_kernels_warning(const std::string& user_coretype,
+                                                             const std::string& corename,
+                                                             const CpuFeatures& cpu);
+/// The same for this process: its OPENBLAS_CORETYPE, the loaded OpenBLAS's kernels, this CPU.
+std::optional<std::string> narrower_openblas_kernels_warning();
+
 /// The kernels the loaded OpenBLAS uses ("" when the BLAS is not OpenBLAS).
 std::string openblas_corename();
 

@@ -5,8 +5,16 @@ import torch  # noqa: F401  (loads libtorch_python, which detkit._C's tensors go
 from ._C import Error  # detkit's errors: a RuntimeError whose message names what was wrong
 from ._C import Preempted  # training stopped by Ctrl-C / SIGTERM: a KeyboardInterrupt
 from ._C import configure_threads
+from . import _C
 
 # As the CLI: every core unless DETKIT_NUM_THREADS says (Debian's libtorch starts with one).
 configure_threads()
+
+# As the CLI's log: OPENBLAS_CORETYPE set to kernels narrower than this CPU's is kept, and said.
+_blas_warning = _C.blas_warning()
+if _blas_warning:
+    import warnings
+
+    warnings.warn(_blas_warning, RuntimeWarning, stacklevel=2)
 
 __all__ = ["Error", "Preempted"]

@@ -22,6 +22,10 @@ PYBIND11_MODULE(_C, m) {
   detkit::switch_to_better_openblas_kernels();
   m.def("blas_report", &detkit::blas_kernel_report,
         "The CLI's log line on the BLAS: its build, kernels (and who chose them), threads");
+  m.def(
+      "blas_warning",
+      [] { return detkit::narrower_openblas_kernels_warning().value_or(""); },
+      "The CLI's warning when OPENBLAS_CORETYPE names kernels narrower than the CPU's; '' if none");
   detkit::python::bind_comm(m);
   detkit::python::bind_config(m);
   detkit::python::bind_model_zoo(m);

@@ -62,3 +62,15 @@ kept = subprocess.run([sys.executable, "-c", "import detkit._C; print(detkit._C.
 print(kept.stdout, end="")
 assert "kernels Prescott (OPENBLAS_CORETYPE=Prescott set by the user: kept)" in kept.stdout, \
     kept.stdout + kept.stderr
+
+# Kernels narrower than the CPU's, set by the user: kept, and `import detkit` warns as the CLI does.
+warned = subprocess.run([sys.executable, "-c", "import detkit"], capture_output=True, text=True,
+                        env={**os.environ, "OPENBLAS_CORETYPE": "Prescott"}, timeout=120)
+assert warned.returncode == 0, warned.stderr
+assert "RuntimeWarning: OPENBLAS_CORETYPE=Prescott (set in the environment; detkit keeps it) " \
+       "runs OpenBLAS's Prescott kernels (SSE)" in warned.stderr, warned.stderr
+quiet = subprocess.run([sys.executable, "-c", "import detkit"], capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"},
+                       timeout=120)
+assert quiet.returncode == 0 and "OPENBLAS_CORETYPE" not in quiet.stderr, quiet.stderr
+print(warned.stderr, end="")

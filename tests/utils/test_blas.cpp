@@ -30,6 +30,36 @@ TEST(BlasKernels, ACpuOpenBlasRecognisedIsLeftAlone) {
   EXPECT_FALSE(better_openblas_coretype("Prescott", CpuFeatures{}));
 }
 
+TEST(BlasKernels, AUserChoiceNarrowerThanTheCpuIsWarnedAbout) {
+  // AMD EPYC Zen 5 machines here set OPENBLAS_CORETYPE=Haswell in their environment.
+  const auto haswell = narrower_openblas_kernels_warning("Haswell", "Haswell", avx512());
+  ASSERT_TRUE(haswell);
+  EXPECT_NE(haswell->find("OPENBLAS_CORETYPE=Haswell (set in the environment; detkit keeps it) "
+                          "runs OpenBLAS's Haswell kernels (AVX2) on a CPU with AVX-512"),
+            std::string::npos)
+      << *haswell;
+  EXPECT_NE(haswell->find("Unset OPENBLAS_CORETYPE"), std::string::npos) << *haswell;
+  // OpenBLAS reports the kernels it runs, whatever spelling the user gave.
+  EXPECT_TRUE(narrower_openblas_kernels_warning("haswell", "Haswell", avx512()));
+  const auto prescott = narrower_openblas_kernels_warning("Prescott", "Prescott", avx2());
+  ASSERT_TRUE(prescott);
+  EXPECT_NE(prescott->find("Prescott kernels (SSE) on a CPU with AVX2"), std::string::npos)
+      << *prescott;
+  EXPECT_NE(prescott->find("detkit asks for Haswell"), std::string::npos) << *prescott;
+}
+
+TEST(BlasKernels, KernelsAsWideAsTheCpuOrChosenByOpenBlasAreNotWarnedAbout) {
+  for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    EXPECT_FALSE(narrower_openblas_kernels_warning(core, core, avx512())) << core;
+  for (const char* core : {"Haswell", "Zen", "SkylakeX"})
+    EXPECT_FALSE(narrower_openblas_kernels_warning(core, core, avx2())) << core;
+  EXPECT_FALSE(narrower_openblas_kernels_warning("", "Haswell", avx512()));  // OpenBLAS chose
+  EXPECT_FALSE(narrower_openblas_kernels_warning("Prescott", "Prescott", CpuFeatures{}));
+  // A name this table does not know (a later OpenBLAS's, or no OpenBLAS at all): nothing said.
+  EXPECT_FALSE(narrower_openblas_kernels_warning("Zen5", "Zen5", avx512()));
+  EXPECT_FALSE(narrower_openblas_kernels_warning("Haswell", "", avx512()));
+}
+
 TEST(BlasThreading, TheOpenmpBuildBesideDebiansPthreadsBuildIsPicked) {
   testing::TempDir lib("blas_threading");
   const std::string pthreads = lib.write("openblas-pthread/libopenblasp-r0.3.21.so", "");
