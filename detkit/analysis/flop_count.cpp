@@ -80,6 +80,17 @@ void record_blocked_convolution(const at::RecordFunction& fn) {
       conv_flops({x.size(0), w.size(1), x.size(2), x.size(3)}, w.sizes(), out_shape, false));
 }
 
+// detkit::patchwise_conv_transpose2d(input (N, C, H, W), weight (C, O, kh, kw), bias): counted
+// as the transposed convolution it replaces.
+void record_patchwise_transposed_convolution(const at::RecordFunction& fn) {
+  auto inputs = fn.inputs();
+  if (inputs.size() < 2 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
+  const at::Tensor& x = inputs[0].toTensor();
+  const at::Tensor& w = inputs[1].toTensor();
+  active_counter->record("conv_transpose", w.data_ptr(),
+                         conv_flops(x.sizes(), w.sizes(), {x.size(0), 0}, true));
+}
+
 // Matrix products with a weight: aten::linear(input, weight, bias) and the ops libtorch's
 // nn::Linear calls directly, aten::addmm(bias, input, weight.t()) and aten::matmul(input,
 // weight.t()); also aten::mm. fvcore's count: prod(input shape) * output features.
@@ -110,6 +121,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     record_winograd_convolution(fn);
   } else if (std::strcmp(name, "detkit::blocked_conv2d") == 0) {
     record_blocked_convolution(fn);
+  } else if (std::strcmp(name, "detkit::patchwise_conv_transpose2d") == 0) {
+    record_patchwise_transposed_convolution(fn);
   } else if (std::strcmp(name, "aten::linear") == 0 || std::strcmp(name, "aten::addmm") == 0 ||
              std::strcmp(name, "aten::matmul") == 0 || std::strcmp(name, "aten::mm") == 0) {
     record_matrix_product(fn, name);

@@ -4,6 +4,7 @@
 
 #include "detkit/layers/conv2d.h"
 #include "detkit/ops/onednn_conv_transpose2d.h"
+#include "detkit/ops/patchwise_conv_transpose2d.h"
 
 namespace detkit::layers {
 
@@ -17,6 +18,11 @@ at::Tensor conv_transpose2d(torch::nn::ConvTranspose2d& deconv, const at::Tensor
                                            *o.output_padding(), *o.dilation(), o.groups()))
     return ops::onednn_conv_transpose2d(x, deconv->weight, deconv->bias, o.stride()->at(0),
                                         padding->at(0));
+  if (!gradients && conv_algorithm() == ConvAlgorithm::kAuto &&
+      ops::patchwise_conv_transpose2d_applies(x, deconv->weight, deconv->bias, *o.stride(),
+                                              *padding, *o.output_padding(), *o.dilation(),
+                                              o.groups()))
+    return ops::patchwise_conv_transpose2d(x, deconv->weight, deconv->bias);
   return deconv->forward(x);
 }
 

@@ -162,6 +162,14 @@ TEST(FlopCounter, TransposedConvCountedTheSameUnderEitherConvAlgorithm) {
     EXPECT_EQ(counter.total(), 3 * 2048 * 196);
   }
   layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto);
+  // In inference, as ops::patchwise_conv_transpose2d (stride = kernel): counted the same, and
+  // charged to the module.
+  FlopCounter counter(*deconv);
+  torch::NoGradGuard no_grad;
+  layers::conv_transpose2d(deconv, x.detach());
+  EXPECT_EQ(counter.by_operator().at("conv_transpose"), 3 * 2048 * 196);
+  EXPECT_EQ(counter.total(), 3 * 2048 * 196);
+  EXPECT_EQ(counter.by_module().at(""), 3 * 2048 * 196);
 }
 
 }  // namespace

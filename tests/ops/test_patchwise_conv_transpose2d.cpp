@@ -1,0 +1,94 @@
+// detkit::ops::patchwise_conv_transpose2d: a transposed convolution whose stride equals its kernel
+// as one matrix product, against float64 at::conv_transpose2d next to float32
+// at::conv_transpose2d's own distance from it, and when it applies (layers/test_conv_transpose2d.cpp:
+// layers::conv_transpose2d runs it in inference only).
+#include <ATen/autocast_mode.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "detkit/ops/patchwise_conv_transpose2d.h"
+
+namespace detkit::ops {
+namespace {
+
+// max |a - ref| / max |ref|
+double relative_error(const at::Tensor& a, const at::Tensor& ref) {
+  return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
+}
+
+bool applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+             at::IntArrayRef stride, at::IntArrayRef padding = {0, 0},
+             at::IntArrayRef output_padding = {0, 0}, at::IntArrayRef dilation = {1, 1},
+             int64_t groups = 1) {
+  return patchwise_conv_transpose2d_applies(x, w, b, stride, padding, output_padding, dilation,
+                                            groups);
+}
+
+TEST(PatchwiseConvTranspose2d, AgreesWithConvTranspose2dWithinFloat32Rounding) {
+  torch::manual_seed(0);
+  struct Case {
+    int64_t n, c, o, h, w, kh, kw;
+    bool bias, channels_last;
+  };
+  // The mask head's upsampling (32 detections, Detectron2's 256 channels; the demo's 128 with
+  // channels-last maps), a 3x3 stride 3 and a rectangular 2x3 kernel, odd channel counts.
+  const Case cases[] = {{32, 256, 256, 14, 14, 2, 2, true, false},
+                        {7, 128, 128, 14, 14, 2, 2, true, true},
+                        {3, 5, 7, 4, 6, 3, 3, false, false},
+                        {2, 9, 4, 5, 3, 2, 3, true, true}};
+  for (const Case& k : cases) {
+    at::Tensor x = torch::randn({k.n, k.c, k.h, k.w});
+    if (k.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = torch::randn({k.c, k.o, k.kh, k.kw}) / std::sqrt(double(k.c));
+    const at::Tensor b = k.bias ? torch::randn({k.o}) : at::Tensor();
+    ASSERT_TRUE(applies(x, w, b, {k.kh, k.kw}));
+    const at::Tensor exact = at::conv_transpose2d(x.to(at::kDouble), w.to(at::kDouble),
+                                                  k.bias ? b.to(at::kDouble) : at::Tensor(),
+                                                  {k.kh, k.kw});
+    const at::Tensor ours = patchwise_conv_transpose2d(x, w, b);
+    const at::Tensor libtorch = at::conv_transpose2d(x, w, b, {k.kh, k.kw});
+    ASSERT_EQ(ours.sizes(), exact.sizes());
+    EXPECT_TRUE(ours.is_contiguous(at::MemoryFormat::ChannelsLast));
+    EXPECT_EQ(ours.scalar_type(), at::kFloat);
+    const double error = relative_error(ours, exact), theirs = relative_error(libtorch, exact);
+    std::cout << "(" << k.n << ", " << k.c << ", " << k.h << ", " << k.w << ") -> " << k.o
+              << " channels, kernel " << k.kh << "x" << k.kw << ": max difference from float64 "
+              << error << " of the largest value (at::conv_transpose2d float32: " << theirs
+              << ")\n";
+    EXPECT_LT(error, 1e-5);
+    EXPECT_LT(error, 10 * theirs + 1e-7);
+    // float64 in, float64 out, as at::conv_transpose2d.
+    const at::Tensor doubles = patchwise_conv_transpose2d(
+        x.to(at::kDouble), w.to(at::kDouble), k.bias ? b.to(at::kDouble) : at::Tensor());
+    EXPECT_LT(relative_error(doubles, exact), 1e-12);
+  }
+}
+
+TEST(PatchwiseConvTranspose2d, AppliesOnlyWhereEachPixelWritesItsOwnPatch) {
+  const at::Tensor x = torch::randn({2, 4, 5, 5}), w = torch::randn({4, 3, 2, 2});
+  const at::Tensor b = torch::randn({3});
+  EXPECT_TRUE(applies(x, w, b, {2, 2}));
+  EXPECT_TRUE(applies(x, w, at::Tensor(), {2, 2}));
+  EXPECT_FALSE(applies(x, w, b, {1, 1}));            // patches overlap
+  EXPECT_FALSE(applies(x, w, b, {2, 2}, {1, 1}));    // padding crops them
+  EXPECT_FALSE(applies(x, w, b, {2, 2}, {0, 0}, {1, 1}));
+  EXPECT_FALSE(applies(x, w, b, {2, 2}, {0, 0}, {0, 0}, {2, 2}));
+  EXPECT_FALSE(applies(x, torch::randn({4, 1, 2, 2}), torch::randn({2}), {2, 2}, {0, 0}, {0, 0},
+                       {1, 1}, 2));                  // groups
+  // The keypoint head's 4x4 stride 2 padding 1 upsampling.
+  EXPECT_FALSE(applies(x, torch::randn({4, 3, 4, 4}), b, {2, 2}, {1, 1}));
+  EXPECT_FALSE(applies(x.to(at::kBFloat16), w.to(at::kBFloat16), b.to(at::kBFloat16), {2, 2}));
+  EXPECT_FALSE(applies(torch::randn({0, 4, 5, 5}), w, b, {2, 2}));  // no ROIs: libtorch's
+  EXPECT_FALSE(applies(x, w, torch::randn({4}), {2, 2}));           // bias of the wrong size
+  {
+    at::autocast::set_cpu_enabled(true);  // autocast keeps transposed convolutions in float32
+    const bool under_autocast = applies(x, w, b, {2, 2});
+    at::autocast::set_cpu_enabled(false);
+    EXPECT_FALSE(under_autocast);
+  }
+}
+
+}  // namespace
+}  // namespace detkit::ops
