@@ -39,7 +39,7 @@ GradScalerOptions parse_loss_scale(const std::string& text) {
 Bfloat16Note bfloat16_on_cpu_note(const CpuFeatures& cpu) {
   const std::string pays =
       " AMP pays on CPUs with AMX (amx_bf16 in lscpu: Intel Sapphire Rapids and later) and on AMD "
-      "Zen 4 (docs/BENCHMARKS.md)";
+      "Zen 4 and Zen 5 (docs/BENCHMARKS.md)";
   if (cpu.amx_bf16)
     return {false,
             "SOLVER.AMP.ENABLED: bfloat16 on this CPU's AMX tile units (amx_bf16), faster than "
@@ -50,7 +50,8 @@ Bfloat16Note bfloat16_on_cpu_note(const CpuFeatures& cpu) {
             "SOLVER.AMP.ENABLED: bfloat16 on this AMD CPU's AVX-512 bfloat16 instructions "
             "(avx512_bf16), faster than float32 (AMD EPYC Zen 4, 2 threads: Mask R-CNN R50 "
             "training 1.15-1.17x, inference 1.37-1.39x float32's images/s, 0.82-0.86x and 0.78x its "
-            "peak memory; docs/BENCHMARKS.md)"};
+            "peak memory; Zen 5: training 1.14-1.15x, inference 1.09-1.15x, 0.92x and 0.89-0.90x; "
+            "docs/BENCHMARKS.md)"};
   if (cpu.avx512_bf16)
     return {true,
             "SOLVER.AMP.ENABLED runs bfloat16 slower than float32 here: this CPU has AVX-512's "
