@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
 #include <iostream>
+#include <string>
 
 #include "detkit/ops/patchwise_conv_transpose2d.h"
 
@@ -88,6 +90,27 @@ TEST(PatchwiseConvTranspose2d, AppliesOnlyWhereEachPixelWritesItsOwnPatch) {
     at::autocast::set_cpu_enabled(false);
     EXPECT_FALSE(under_autocast);
   }
+}
+
+TEST(PatchwiseConvTranspose2d, ShapesThatDoNotFitAreNamedErrors) {
+  const at::Tensor x = torch::randn({2, 4, 5, 5});
+  auto message = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  // Weight channels that are not the input's.
+  EXPECT_NE(message([&] { patchwise_conv_transpose2d(x, torch::randn({3, 2, 2, 2}), at::Tensor()); })
+                .find("input (N, C, H, W) and weight (C, O, kh, kw) needed, got [2, 4, 5, 5] and "
+                      "[3, 2, 2, 2]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              patchwise_conv_transpose2d(x, torch::randn({4, 3, 2, 2}), torch::randn({5}));
+            }).find("bias must be (3), got [5]"),
+            std::string::npos);
 }
 
 }  // namespace
