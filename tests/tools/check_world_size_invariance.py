@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_world_size_invariance.py [--weight-tolerance T] DETKIT CONFIG WORKDIR -- KEY VALUE...
+"""check_world_size_invariance.py DETKIT CONFIG WORKDIR -- KEY VALUE...
 
 The same training run at world size 1, 2 and 4 (`detkit train --num-gpus N`, Gloo over
 127.0.0.1, one thread per rank; DATALOADER.WORLD_SIZE_INVARIANT, the default):
@@ -7,11 +7,17 @@ The same training run at world size 1, 2 and 4 (`detkit train --num-gpus N`, Glo
     (RPN and box losses to 1e-5 relative); the mask loss, which Detectron2 averages per rank, is
     printed with how far it differs.
   * Faster R-CNN, two iterations: the weights of model_final.pth agree with the one-process
-    run's to float-reduction noise (within 1e-3 of how far the second step moved them), and so do
+    run's to float-reduction noise (within 1e-2 of how far the second step moved them), and so do
     those of a run that did iteration 0 on 4 ranks and resumed on 2 for iteration 1 (the global
     batches continue; its log says so). Two steps, not more: from scratch at this learning rate
     a third step amplifies reduction-order noise ~100x (the one-process run on 2 threads instead
-    of 1 then differs by 4e-4, as 4 ranks do), which would hide a real difference.
+    of 1 then differs by 4e-4, as 4 ranks do), which would hide a real difference. Noise, not
+    only rounding: a choice another rounding flips moves the second step by more (under
+    OPENBLAS_CORETYPE=Haswell on AMD EPYC Zen 5, 2 and 4 ranks agree with each other to 1.5e-8 of
+    a weight and differ from one process by 2.5e-3 of the step, their iteration-1 loss_cls by
+    2e-5 relative, its other losses by < 2e-7; under Winograd's kernels 2 ranks by 2.6e-3, 4 by
+    1.3e-6), while a rank's gradients dropped from the average or counted twice move the weights
+    by the order of the step.
 The model is GroupNorm (no batch statistics). Weights are read with torch: run this with the
 oracle Python (python3-torch).
 """
@@ -26,7 +32,7 @@ import torch
 
 TIMEOUT_S = 300
 LOSS_TOLERANCE = 1e-5    # relative, for every loss but the mask loss
-WEIGHT_TOLERANCE = 1e-3  # max |difference| over how far the second step moved the weights
+WEIGHT_TOLERANCE = 1e-2  # max |difference| over how far the second step moved the weights
 
 
 def train(detkit, config, out, overrides, world, max_iter, resume=False):
@@ -64,9 +70,6 @@ def weights(out):
 
 def main():
     args = sys.argv[1:]
-    tolerance = WEIGHT_TOLERANCE
-    if args[0] == "--weight-tolerance":
-        tolerance, args = float(args[1]), args[2:]
     split = args.index("--")
     detkit, config, work = args[:split]
     overrides = args[split + 1:]
@@ -117,7 +120,7 @@ def main():
         worst = max((reference[k].double() - other[k].double()).abs().max().item() for k in floats)
         print(f"[ invariance ] weights after 2 steps, {name}: max abs diff {worst:.3g} vs 1 rank "
               f"({worst / moved:.2g} of the step)")
-        if worst > tolerance * moved:
+        if worst > WEIGHT_TOLERANCE * moved:
             failures.append(f"weights of {name}: max abs diff {worst:.3g} (the step moved {moved:.3g})")
     if failures:
         sys.exit("; ".join(failures))

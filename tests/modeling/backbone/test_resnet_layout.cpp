@@ -3,7 +3,7 @@
 // convolution through the stages in training with BN or FrozenBN, NCHW at their outputs, and on
 // through an FPN to its levels' outputs (channels-last); NCHW for GroupNorm and under `direct`.
 // The values, gradients and running statistics are the NCHW network's up to float32 rounding (and
-// the kinks it flips, for BN's gradients); a NaN gets through as on NCHW maps.
+// for gradients, the ReLU kinks it flips); a NaN gets through as on NCHW maps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -112,20 +112,19 @@ GradientDiff compare_gradients(const Step& step, const Step& reference) {
   return d;
 }
 
-// With BatchNorm's batch statistics a step's gradients are discontinuous in its input: a ReLU's
-// mask or a max pooling's choice flips where float32 rounding moves a value across the kink, and
-// one flip moves gradients upstream of it by up to tens of percent at a point, by little in norm.
-// Over image seeds 0-4 (blocked vs NCHW kernels) BN R18 measured max diffs of 1e-5 to 0.27 and
-// norm diffs to 0.022, BN R50 max diffs to 0.29 and norm diffs to 0.055; seed 4 flipped with the
-// stem on either path. BN steps therefore compare in norm, against a bound that a wrong kernel or
-// layout (an error of the order of the gradient) exceeds; FrozenBN ones, without batch
-// statistics, as closely as the kernels agree.
+// A step's gradients are discontinuous in its input: a ReLU's mask or a max pooling's choice flips
+// where float32 rounding moves a value across the kink, and one flip moves the gradients upstream
+// of it by up to tens of percent at a point, by little in norm. With BatchNorm's batch statistics
+// flips are common: over image seeds 0-4 (blocked vs NCHW kernels) BN R18 measured max diffs of
+// 1e-5 to 0.27 and norm diffs to 0.022, BN R50 max diffs to 0.29 and norm diffs to 0.055; seed 4
+// flipped with the stem on either path. Without them (FrozenBN) they are rarer but happen: under
+// OPENBLAS_CORETYPE=Haswell (AMD EPYC Zen 5) the NCHW path rounds differently and the ReLU after
+// R50's res4.2 sum flips once: res4.3 onwards agree to 1e-6, res4.2.conv3's gradient differs by
+// 1.1% of its largest value, earlier ones by 0.2% at most, 0.15% in norm (R50-FPN: 2.1%, 0.29%).
+// Steps therefore compare in norm, against bounds that a wrong kernel or layout (an error of the
+// order of the gradient) exceeds: 0.1 with batch statistics, 0.01 without.
 void expect_gradients_agree(const GradientDiff& d, bool batch_statistics) {
-  if (batch_statistics) {
-    EXPECT_LT(d.norm, 0.1);
-  } else {
-    EXPECT_LT(d.max, 1e-4);
-  }
+  EXPECT_LT(d.norm, batch_statistics ? 0.1 : 0.01);
 }
 
 TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
