@@ -38,7 +38,7 @@ std::string conv_algorithm_report(ConvAlgorithm algorithm) {
            "they need AVX-512)" +
            transposed;
   return "convolutions: oneDNN's Winograd F(4x4, 3x3) kernels for float32 3x3 stride-1 maps of "
-         "14x14 and more, libtorch's direct kernels for the rest; in training, a BN or FrozenBN "
+         "14x14 and more, libtorch's direct kernels for the rest; in training, a BN, FrozenBN or GN "
          "ResNet and its FPN on oneDNN's kernels in their blocked layout (no reorders)" +
          transposed;
 }

@@ -30,7 +30,7 @@ torch::nn::AnyModule make_norm(const std::string& name, int64_t channels) {
 }
 
 bool norm_has_blocked_form(const std::string& name) {
-  return name.empty() || name == "BN" || name == "FrozenBN";
+  return name.empty() || name == "BN" || name == "FrozenBN" || name == "GN";
 }
 
 bool is_channel_affine(torch::nn::AnyModule& norm) {
@@ -61,9 +61,14 @@ at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x,
     auto [scale, shift] = channel_affine(norm);
     return ops::blocked_channel_affine(x, scale, shift, relu);
   }
+  if (auto* gn = dynamic_cast<torch::nn::GroupNormImpl*>(norm.ptr().get())) {
+    const auto& o = gn->options;
+    return ops::blocked_group_norm(x, o.num_groups(), o.affine() ? gn->weight : at::Tensor(),
+                                   o.affine() ? gn->bias : at::Tensor(), o.eps(), relu);
+  }
   auto* bn = normalizes_by_batch(norm);
   if (bn == nullptr)
-    throw Error("a norm layer other than BN or FrozenBN has no form for blocked maps: " +
+    throw Error("a norm layer other than BN, FrozenBN or GN has no form for blocked maps: " +
                 norm.ptr()->name());
   const ops::BatchNormArgs a = batch_statistics_step(*bn);
   return ops::blocked_batch_norm(x, a.weight, a.bias, a.running_mean, a.running_var, a.momentum,

@@ -18,13 +18,13 @@ namespace detkit::layers {
 torch::nn::AnyModule make_norm(const std::string& name, int64_t channels);
 
 /// Whether make_norm(name, ...) has a form for blocked maps (ops/blocked_maps.h): "" (none), "BN",
-/// "FrozenBN".
+/// "FrozenBN", "GN".
 bool norm_has_blocked_form(const std::string& name);
 
 /// `norm` (made by make_norm for such a name) applied to a blocked map, as its forward() does to
 /// the NCHW map: BatchNorm by its batch's statistics in training (updating its running ones and
-/// num_batches_tracked), by the running ones in eval; FrozenBN as its affine form. With `relu`,
-/// followed by a ReLU (fused into training BatchNorm's pass).
+/// num_batches_tracked), by the running ones in eval; FrozenBN as its affine form; GroupNorm by
+/// each image's groups. With `relu`, followed by a ReLU (fused into the norm's pass).
 at::Tensor blocked_norm_forward(torch::nn::AnyModule& norm, const at::Tensor& x, bool relu);
 
 /// Whether `norm` is, as it stands, a per-channel affine map: FrozenBN, or BN in eval with running

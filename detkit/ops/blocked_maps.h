@@ -6,7 +6,8 @@
 // docs/BENCHMARKS.md). A ResNet keeps its maps blocked from its stem's convolution (which reads
 // the NCHW images) to each stage's output, and an FPN on it to each level's: convolutions,
 // BatchNorm and max pooling below run on oneDNN's kernels in this layout, FrozenBN's affine form
-// on detkit's, and element-wise ops (ReLU, the residual sum) as libtorch's on the 5-D tensors.
+// and GroupNorm on detkit's, and element-wise ops (ReLU, the residual sum) as libtorch's on the
+// 5-D tensors.
 // All functions are differentiable (no double backward).
 #include <ATen/core/Tensor.h>
 
@@ -95,5 +96,12 @@ at::Tensor blocked_max_pool2d(const at::Tensor& x, int64_t kernel, int64_t strid
 /// differentiable in x, and in scale and shift where they require grad (through libtorch's ops).
 at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
                                   const at::Tensor& shift, bool relu = false);
+
+/// at::group_norm(x, groups, weight, bias, eps) on a blocked map, then at::relu if `relu` (in
+/// the same pass, forward and backward). weight and bias (C) both defined or both not. Statistics
+/// summed in double (libtorch sums in float: values agree to float32 rounding); a NaN makes its
+/// group NaN, as libtorch's does.
+at::Tensor blocked_group_norm(const at::Tensor& x, int64_t groups, const at::Tensor& weight,
+                              const at::Tensor& bias, double eps, bool relu = false);
 
 }  // namespace detkit::ops

@@ -2,8 +2,8 @@
 // Winograd, strides, padding, dilation, bias) and training BatchNorm (alone and with its ReLU
 // fused), forward and every gradient, against at::conv2d / at::batch_norm on the same values in
 // NCHW, with the max differences printed; a first convolution from plain images; running
-// statistics as libtorch updates them; max pooling; nearest 2x upsampling. Skipped on CPUs
-// without AVX-512.
+// statistics as libtorch updates them; GroupNorm (alone and with its ReLU) against
+// at::group_norm; max pooling; nearest 2x upsampling. Skipped on CPUs without AVX-512.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -434,6 +434,80 @@ TEST(BlockedMaps, ChannelAffineIsLibtorchsMulAddAndReluBitForBitBothWays) {
   EXPECT_TRUE(at::allclose(t2.grad(), t1.grad(), 1e-5, 1e-4));
   EXPECT_THROW(blocked_channel_affine(to_blocked(x), at::ones({16}), at::zeros({32}), true),
                c10::Error);  // a scale for 16 channels of 32
+}
+
+// GroupNorm against at::group_norm in float64 on the same NCHW values, beside libtorch's own
+// float32 at::group_norm: groups within a 16-channel block, of one channel, and across two
+// blocks; with and without the affine map; every gradient. Images with a large mean (where float
+// sums lose the variance) and maps too big for one task. The fused ReLU against the op without it
+// and at::relu, bit for bit: against a reference it would flip the kinks that rounding moves.
+TEST(BlockedMaps, GroupNormAgreesWithLibtorchBothWays) {
+  SKIP_WITHOUT_KERNELS();
+  torch::manual_seed(4);
+  struct Case {
+    int64_t channels, groups;
+    bool affine;
+  };
+  for (const Case k : {Case{64, 32, true}, Case{32, 32, true}, Case{32, 1, true},
+                       Case{48, 4, false}}) {
+    SCOPED_TRACE(std::to_string(k.channels) + " channels in " + std::to_string(k.groups) +
+                 " groups" + (k.affine ? "" : ", no affine map"));
+    const at::Tensor x = at::randn({3, k.channels, 70, 61}) * 2 + 100;  // 4270 pixels per map
+    const at::Tensor g = at::randn(x.sizes());
+    const at::Tensor w = at::rand({k.channels}) + 0.5, b = at::randn({k.channels});
+    // {output, grad input, grad weight, grad bias} of at::group_norm in x's dtype, or of ours
+    auto run = [&](at::ScalarType type, bool blocked, bool relu, const at::Tensor& grad) {
+      at::Tensor xi = x.to(type).clone().requires_grad_(true);
+      at::Tensor wi = w.to(type).clone().requires_grad_(true);
+      at::Tensor bi = b.to(type).clone().requires_grad_(true);
+      const at::Tensor wk = k.affine ? wi : at::Tensor(), bk = k.affine ? bi : at::Tensor();
+      const at::Tensor out =
+          blocked ? from_blocked(blocked_group_norm(to_blocked(xi), k.groups, wk, bk, 1e-5, relu))
+                  : at::group_norm(xi, k.groups, wk, bk, 1e-5);
+      out.backward(grad.to(type));
+      return std::vector<at::Tensor>{out.detach(), xi.grad(), wi.grad(), bi.grad()};
+    };
+    const auto exact = run(at::kDouble, false, false, g);
+    const auto libtorch = run(at::kFloat, false, false, g);
+    const auto ours = run(at::kFloat, true, false, g);
+    const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+    for (size_t i = 0; i < (k.affine ? 4 : 2); ++i) {
+      const double e = relative_error(ours[i], exact[i]);
+      const double e_libtorch = relative_error(libtorch[i], exact[i]);
+      std::cout << "[ blocked group norm ] " << k.channels << "/" << k.groups << " " << names[i]
+                << ": max diff / max |value| from float64 " << e << " (libtorch's float32 "
+                << e_libtorch << ")" << std::endl;
+      EXPECT_LT(e, std::max(1e-5, e_libtorch)) << names[i];
+    }
+    if (!k.affine) EXPECT_FALSE(ours[2].defined());
+    const at::Tensor relu_mask = ours[0] > 0;
+    const auto fused = run(at::kFloat, true, true, g);
+    const auto masked = run(at::kFloat, true, false, g * relu_mask);
+    EXPECT_TRUE(at::equal(fused[0], at::relu(ours[0])));
+    for (size_t i = 1; i < (k.affine ? 4 : 2); ++i)
+      EXPECT_TRUE(at::equal(fused[i], masked[i])) << names[i] << " with the ReLU";
+  }
+  // A NaN makes its group NaN, through the ReLU too, as libtorch's does.
+  at::Tensor with_nan = at::randn({2, 32, 5, 6});
+  with_nan[1][5][2][3] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor ref = at::relu(at::group_norm(with_nan, 8, {}, {}, 1e-5));
+  const at::Tensor out =
+      from_blocked(blocked_group_norm(to_blocked(with_nan), 8, {}, {}, 1e-5, true));
+  EXPECT_TRUE(at::equal(out.isnan(), ref.isnan()));
+  EXPECT_EQ(out.isnan().sum().item<int64_t>(), 4 * 30);  // image 1's channels 4-7
+  // What it cannot compute is a named error.
+  const at::Tensor blocked = to_blocked(at::randn({1, 32, 4, 4}));
+  EXPECT_NE(testing::c10_error_of([&] { blocked_group_norm(blocked, 3, {}, {}, 1e-5); })
+                .find("32 channels do not split into 3 groups"),
+            std::string::npos);
+  EXPECT_NE(testing::c10_error_of([&] {
+              blocked_group_norm(blocked, 8, at::ones({32}), {}, 1e-5);
+            }).find("a weight without a bias"),
+            std::string::npos);
+  EXPECT_NE(testing::c10_error_of([&] {
+              blocked_group_norm(blocked, 8, at::ones({16}), at::zeros({16}), 1e-5);
+            }).find("the weight must hold 32 float32 values"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "detkit/ops/cpu/blocked_affine_kernel.h"
 #include "detkit/ops/cpu/blocked_batch_norm_kernel.h"
 #include "detkit/ops/cpu/blocked_conv2d_kernel.h"
+#include "detkit/ops/cpu/blocked_group_norm_kernel.h"
 #include "detkit/ops/cpu/blocked_max_pool2d_kernel.h"
 #include "detkit/ops/cpu/onednn_execution.h"
 #include "detkit/ops/winograd_conv2d.h"
@@ -265,6 +266,31 @@ class BlockedAffineFunction : public torch::autograd::Function<BlockedAffineFunc
   }
 };
 
+// weight and bias: empty (0 values) where the GroupNorm has no affine map.
+class BlockedGroupNormFunction : public torch::autograd::Function<BlockedGroupNormFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& bias, int64_t groups, double eps, bool relu) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    const bool affine = weight.numel() > 0;
+    cpu::GroupStatistics stats;
+    at::Tensor y = cpu::blocked_group_norm_forward(x, groups, affine ? weight : at::Tensor(),
+                                                   affine ? bias : at::Tensor(), eps, relu, stats);
+    ctx->saved_data["groups"] = groups;
+    ctx->saved_data["relu"] = relu;
+    ctx->save_for_backward({x, relu ? y : at::empty({0}), weight, stats.mean, stats.rstd});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad) {
+    const auto saved = ctx->get_saved_variables();
+    const bool affine = saved[2].numel() > 0;
+    const auto grads = cpu::blocked_group_norm_backward(
+        grad[0], saved[0], saved[1], ctx->saved_data["groups"].toInt(),
+        affine ? saved[2] : at::Tensor(), {saved[3], saved[4]}, ctx->saved_data["relu"].toBool());
+    return {grads[0], grads[1], grads[2], at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 void check_blocked(const at::Tensor& x, const char* op) {
   TORCH_CHECK(is_blocked(x), "detkit ", op, ": needs a blocked map (float32 (N, C/16, H, W, 16), ",
               "contiguous; ops::to_blocked makes one), got ", x.sizes(), " ", x.scalar_type());
@@ -456,6 +482,16 @@ at::Tensor blocked_channel_affine(const at::Tensor& x, const at::Tensor& scale,
     return relu ? at::relu_(y) : y;
   }
   return BlockedAffineFunction::apply(x, scale, shift, relu);
+}
+
+at::Tensor blocked_group_norm(const at::Tensor& x, int64_t groups, const at::Tensor& weight,
+                              const at::Tensor& bias, double eps, bool relu) {
+  check_blocked(x, "blocked_group_norm");
+  TORCH_CHECK(weight.defined() == bias.defined(),
+              "detkit blocked_group_norm: a weight without a bias or a bias without a weight");
+  const at::Tensor none = at::empty({0}, x.options());
+  return BlockedGroupNormFunction::apply(x, weight.defined() ? weight : none,
+                                         bias.defined() ? bias : none, groups, eps, relu);
 }
 
 }  // namespace detkit::ops

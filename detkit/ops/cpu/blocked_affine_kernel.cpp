@@ -55,36 +55,25 @@ at::Tensor per_channel(const at::Tensor& v, int64_t channels, const char* what) 
   return v.contiguous();
 }
 
-// Runs fn(block, first pixel, pixels) over (image, 16-channel block) pairs and ranges of their
-// H * W pixels, in parallel.
-template <typename Fn>
-void for_blocks(const at::Tensor& x, const Fn& fn) {
-  const int64_t blocks = x.size(0) * x.size(1), pixels = x.size(2) * x.size(3);
-  constexpr int64_t kGrain = 4096;  // pixels per task: 256 KB of a 16-channel block
-  const int64_t chunks = (pixels + kGrain - 1) / kGrain;
-  at::parallel_for(0, blocks * chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t block = i / chunks, p0 = (i % chunks) * kGrain;
-      fn(block, p0, std::min(kGrain, pixels - p0));
-    }
-  });
-}
-
 }  // namespace
 
 at::Tensor blocked_affine_forward(const at::Tensor& x, const at::Tensor& scale,
                                   const at::Tensor& shift, bool relu) {
   check_blocked_map(x, "blocked_channel_affine", "the input");
   const int64_t blocks_per_image = x.size(1), pixels = x.size(2) * x.size(3);
-  const at::Tensor s = per_channel(scale, blocks_per_image * 16, "scale");
-  const at::Tensor t = per_channel(shift, blocks_per_image * 16, "shift");
+  // One value per channel, or per image and channel (GroupNorm's).
+  const bool per_image = scale.numel() == x.size(0) * blocks_per_image * 16 && x.size(0) > 1;
+  const int64_t values = (per_image ? x.size(0) : 1) * blocks_per_image * 16;
+  const at::Tensor s = per_channel(scale, values, "scale");
+  const at::Tensor t = per_channel(shift, values, "shift");
   at::Tensor y = at::empty_like(x);
   const float* in = x.data_ptr<float>();
   const float* sp = s.data_ptr<float>();
   const float* tp = t.data_ptr<float>();
   float* out = y.data_ptr<float>();
-  for_blocks(x, [&](int64_t block, int64_t p0, int64_t n) {
-    const int64_t offset = (block * pixels + p0) * 16, c = (block % blocks_per_image) * 16;
+  for_block_pixels(x, [&](int64_t block, int64_t p0, int64_t n) {
+    const int64_t offset = (block * pixels + p0) * 16;
+    const int64_t c = (per_image ? block : block % blocks_per_image) * 16;
     affine_block(in + offset, sp + c, tp + c, out + offset, n, relu);
   });
   return y;
@@ -106,7 +95,7 @@ at::Tensor blocked_affine_backward(const at::Tensor& grad, const at::Tensor& y,
   const float* yp = relu ? y.data_ptr<float>() : nullptr;
   const float* sp = s.data_ptr<float>();
   float* out = grad_x.data_ptr<float>();
-  for_blocks(g, [&](int64_t block, int64_t p0, int64_t n) {
+  for_block_pixels(g, [&](int64_t block, int64_t p0, int64_t n) {
     const int64_t offset = (block * pixels + p0) * 16, c = (block % blocks_per_image) * 16;
     affine_block_backward(gp + offset, relu ? yp + offset : nullptr, sp + c, out + offset, n, relu);
   });

@@ -6,8 +6,9 @@
 
 namespace detkit::ops::cpu {
 
-/// y = x * scale + shift per channel (scale, shift: (C) float32), then max(y, 0) if `relu`: the
-/// same roundings as libtorch's mul, add and relu (no contraction; NaN stays NaN).
+/// y = x * scale + shift per channel (scale, shift: (C) float32, or (N * C), image by image),
+/// then max(y, 0) if `relu`: the same roundings as libtorch's mul, add and relu (no contraction;
+/// NaN stays NaN).
 at::Tensor blocked_affine_forward(const at::Tensor& x, const at::Tensor& scale,
                                   const at::Tensor& shift, bool relu);
 

@@ -1,10 +1,13 @@
 #pragma once
 // What the kernels on blocked maps (nChw16c, held as (N, C / 16, H, W, 16) contiguous float32
-// tensors) share: the check of such a map, its oneDNN descriptor, and the far-side padding that
-// makes a oneDNN window's output size libtorch's. Internal to ops/cpu.
+// tensors) share: the check of such a map, its oneDNN descriptor, the far-side padding that
+// makes a oneDNN window's output size libtorch's, and a parallel loop over its pixels. Internal
+// to ops/cpu.
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -30,6 +33,21 @@ inline dnnl::memory::desc blocked_desc(const dnnl::memory::dims& dims) {
 inline int64_t far_padding(int64_t in, int64_t out, int64_t extent, int64_t stride,
                            int64_t padding) {
   return (out - 1) * stride + extent - in - padding;
+}
+
+/// Runs fn(block, first pixel, pixels) over the (image, 16-channel block) pairs of a blocked map
+/// and ranges of their H * W pixels, in parallel.
+template <typename Fn>
+void for_block_pixels(const at::Tensor& x, const Fn& fn) {
+  const int64_t blocks = x.size(0) * x.size(1), pixels = x.size(2) * x.size(3);
+  constexpr int64_t kGrain = 4096;  // pixels per task: 256 KB of a 16-channel block
+  const int64_t chunks = (pixels + kGrain - 1) / kGrain;
+  at::parallel_for(0, blocks * chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t block = i / chunks, p0 = (i % chunks) * kGrain;
+      fn(block, p0, std::min(kGrain, pixels - p0));
+    }
+  });
 }
 
 }  // namespace detkit::ops::cpu

@@ -1,7 +1,8 @@
 // ResNet's maps under CONV_ALGORITHM auto: channels-last in eval mode with a BatchNorm-family norm
 // (oneDNN reads and writes them without reordering); blocked (ops/blocked_maps.h) from the stem's
-// convolution through the stages in training with BN or FrozenBN, NCHW at their outputs, and on
-// through an FPN to its levels' outputs (channels-last); NCHW for GroupNorm and under `direct`.
+// convolution through the stages in training with BN, FrozenBN or GN, NCHW at their outputs, and
+// on through an FPN to its levels' outputs (channels-last); NCHW for GroupNorm in eval mode and
+// under `direct`.
 // The values, gradients and running statistics are the NCHW network's up to float32 rounding (and
 // for gradients, the ReLU kinks it flips); a NaN gets through as on NCHW maps.
 #include <gtest/gtest.h>
@@ -62,13 +63,13 @@ TEST(ResNetLayout, BatchNormNetworksRunChannelsLastInEvalModeUnderAuto) {
   }
 }
 
-TEST(ResNetLayout, GroupNormNetworksAndTrainingStayNchw) {
+TEST(ResNetLayout, GroupNormNetworksInEvalModeAndTrainingOutputsStayNchw) {
   const at::Tensor images = torch::randn({2, 3, 64, 96});
   ResNet gn = resnet18("GN");
   gn.eval();
   for (const auto& [name, map] : run(gn, images, layers::ConvAlgorithm::kAuto))
     EXPECT_TRUE(map.is_contiguous()) << "GN " << name;
-  for (const std::string norm : {"BN", "FrozenBN"}) {
+  for (const std::string norm : {"BN", "FrozenBN", "GN"}) {
     ResNet net = resnet18(norm);  // in training mode
     for (const auto& [name, map] : run(net, images, layers::ConvAlgorithm::kAuto))
       EXPECT_TRUE(map.is_contiguous()) << norm << " " << name;
@@ -121,10 +122,12 @@ GradientDiff compare_gradients(const Step& step, const Step& reference) {
 // OPENBLAS_CORETYPE=Haswell (AMD EPYC Zen 5) the NCHW path rounds differently and the ReLU after
 // R50's res4.2 sum flips once: res4.3 onwards agree to 1e-6, res4.2.conv3's gradient differs by
 // 1.1% of its largest value, earlier ones by 0.2% at most, 0.15% in norm (R50-FPN: 2.1%, 0.29%).
-// Steps therefore compare in norm, against bounds that a wrong kernel or layout (an error of the
-// order of the gradient) exceeds: 0.1 with batch statistics, 0.01 without.
-void expect_gradients_agree(const GradientDiff& d, bool batch_statistics) {
-  EXPECT_LT(d.norm, batch_statistics ? 0.1 : 0.01);
+// GroupNorm's per-image statistics amplify a flip as BatchNorm's do: GN R50 measured 0.028 max,
+// 0.0069 in norm (GN R18 4e-6). Steps therefore compare in norm, against bounds that a wrong
+// kernel or layout (an error of the order of the gradient) exceeds: 0.1 for norms that compute
+// statistics, 0.01 for FrozenBN.
+void expect_gradients_agree(const GradientDiff& d, bool computed_statistics) {
+  EXPECT_LT(d.norm, computed_statistics ? 0.1 : 0.01);
 }
 
 TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
@@ -133,7 +136,7 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
   // res5 of 4 x 6: BatchNorm's batch statistics there are of 48 values per channel
   torch::manual_seed(0);
   const at::Tensor images = torch::randn({2, 3, 128, 192});
-  for (const std::string norm : {"BN", "FrozenBN"}) {
+  for (const std::string norm : {"BN", "FrozenBN", "GN"}) {
     for (const int64_t depth : {18, 50}) {
       SCOPED_TRACE(norm + " R" + std::to_string(depth));
       auto make = [&] {
@@ -142,7 +145,7 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
                           .depth(depth)
                           .res2_out_channels(depth == 18 ? 64 : 256)
                           .norm(norm)
-                          .freeze_at(norm == "BN" ? 0 : 2)
+                          .freeze_at(norm == "FrozenBN" ? 2 : 0)
                           .out_features({"res2", "res3", "res4", "res5"}));
       };
       ResNet nchw_net = make(), blocked_net = make();
@@ -171,7 +174,7 @@ TEST(ResNetLayout, TrainingKeepsMapsBlockedInsideStagesAndMatchesNchw) {
       // A freshly initialised ResNet-50 with batch statistics is ill-conditioned in its maps too
       // (Winograd vs direct kernels on NCHW maps also measured 9e-5 here).
       EXPECT_LT(worst_map, norm == "BN" && depth == 50 ? 5e-4 : 2e-5);
-      expect_gradients_agree(grads, norm == "BN");
+      expect_gradients_agree(grads, norm != "FrozenBN");
       EXPECT_LT(worst_buffer, 1e-4);
     }
   }
@@ -184,7 +187,7 @@ TEST(ResNetLayout, ANanReachesEveryBlockedMapAsItReachesNchwOnes) {
     GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)";
   at::Tensor images = torch::randn({2, 3, 64, 96});
   images[1][0][10][20] = std::numeric_limits<float>::quiet_NaN();
-  for (const std::string norm : {"BN", "FrozenBN"}) {
+  for (const std::string norm : {"BN", "FrozenBN", "GN"}) {
     ResNet net = resnet18(norm);  // in training mode: blocked under auto
     for (const auto& [name, map] : run(net, images, layers::ConvAlgorithm::kAuto))
       EXPECT_TRUE(map.isnan().any().item<bool>()) << norm << " " << name;
@@ -203,7 +206,8 @@ TEST(ResNetLayout, FpnContinuesOnBlockedMapsAndMatchesNchw) {
     std::string norm, top_block;
     int64_t depth;
   };
-  for (const Case& k : {Case{"BN", "max_pool", 18}, Case{"FrozenBN", "p6p7", 50}}) {
+  for (const Case& k :
+       {Case{"BN", "max_pool", 18}, Case{"FrozenBN", "p6p7", 50}, Case{"GN", "max_pool", 18}}) {
     SCOPED_TRACE(k.norm + " R" + std::to_string(k.depth) + "-FPN, " + k.top_block);
     auto make = [&] {
       torch::manual_seed(3);
@@ -211,7 +215,7 @@ TEST(ResNetLayout, FpnContinuesOnBlockedMapsAndMatchesNchw) {
                                                  .depth(k.depth)
                                                  .res2_out_channels(k.depth == 18 ? 64 : 256)
                                                  .norm(k.norm)
-                                                 .freeze_at(k.norm == "BN" ? 0 : 2)
+                                                 .freeze_at(k.norm == "FrozenBN" ? 2 : 0)
                                                  .out_features({"res2", "res3", "res4", "res5"}));
       return FPN(resnet, FPNOptions()
                              .in_features({"res2", "res3", "res4", "res5"})
@@ -240,7 +244,7 @@ TEST(ResNetLayout, FpnContinuesOnBlockedMapsAndMatchesNchw) {
               << worst_map << ", parameter gradients " << grads.max << " (in norm " << grads.norm
               << ")\n";
     EXPECT_LT(worst_map, 2e-5);
-    expect_gradients_agree(grads, k.norm == "BN");
+    expect_gradients_agree(grads, k.norm != "FrozenBN");
   }
 }
 
