@@ -83,7 +83,7 @@ DETKIT_CLONES void block_input_gradient(const float* __restrict grad, const floa
   }
 }
 
-// The (N * C) per-(image, channel) values of a per-channel parameter (1 where undefined).
+// A per-channel parameter's C values, as doubles (`absent` each where it is undefined).
 std::vector<double> per_channel_or(const at::Tensor& v, int64_t channels, double absent,
                                    const char* what) {
   std::vector<double> out(channels, absent);
