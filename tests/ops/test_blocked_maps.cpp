@@ -508,6 +508,10 @@ TEST(BlockedMaps, GroupNormAgreesWithLibtorchBothWays) {
               blocked_group_norm(blocked, 8, at::ones({16}), at::zeros({16}), 1e-5);
             }).find("the weight must hold 32 float32 values"),
             std::string::npos);
+  EXPECT_NE(testing::c10_error_of([&] {
+              blocked_group_norm(at::zeros({1, 2, 0, 4, 16}), 8, {}, {}, 1e-5);
+            }).find("a map without pixels"),
+            std::string::npos);
 }
 
 }  // namespace

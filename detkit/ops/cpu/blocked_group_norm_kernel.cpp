@@ -199,8 +199,9 @@ std::array<at::Tensor, 3> blocked_group_norm_backward(const at::Tensor& grad_out
   float* kp = k.data_ptr<float>();
   float* cp = c0.data_ptr<float>();
   std::vector<double> grad_w(channels, 0.0), grad_b(channels, 0.0);
-  const float* mean = stats.mean.contiguous().data_ptr<float>();
-  const float* rstd = stats.rstd.contiguous().data_ptr<float>();
+  const at::Tensor mean_values = stats.mean.contiguous(), rstd_values = stats.rstd.contiguous();
+  const float* mean = mean_values.data_ptr<float>();
+  const float* rstd = rstd_values.data_ptr<float>();
   const double count = double(per_group) * double(pixels);
   for (int64_t n = 0; n < images; ++n) {
     for (int64_t g = 0; g < groups; ++g) {
