@@ -45,7 +45,7 @@ endfunction()
 function(detkit_add_test name)
   cmake_parse_arguments(ARG "TORCH" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(test_${name} ${ARG_SOURCES})
-  target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest detkit_test_main)
   target_compile_definitions(test_${name} PRIVATE
     DETKIT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     DETKIT_SHARED_DIR="${DETKIT_SHARED_DIR}"
@@ -57,10 +57,10 @@ function(detkit_add_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  # gtest_discover_tests (CMake 3.25) passes only one label through; further labels go on the
-  # test folder (one test binary per folder, so they reach exactly this binary's tests).
+  # One CTest test per GoogleTest suite (cmake/test_suites.cmake), with the first label; further
+  # labels go on the test folder (one test binary per folder, so they reach exactly its tests).
   list(POP_FRONT ARG_LABELS first_label)
-  gtest_discover_tests(test_${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS ${first_label})
+  detkit_add_test_suites(test_${name} ${name} ${first_label})
   if(ARG_LABELS)
     set_property(DIRECTORY APPEND PROPERTY LABELS ${ARG_LABELS})
   endif()

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "detkit/utils/error.h"
+#include "detkit/utils/strings.h"
 
 namespace detkit::checkpoint {
 namespace {
@@ -120,8 +121,6 @@ std::string shape_tuple(const at::Tensor& t) {
   for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
   return out + (t.dim() == 1 ? ",)" : ")");
 }
-
-bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
 }  // namespace
 

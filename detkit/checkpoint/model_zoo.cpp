@@ -11,15 +11,12 @@
 
 #include "detkit/checkpoint/download.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/strings.h"
 
 namespace detkit::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);

@@ -10,16 +10,13 @@
 #include "detkit/checkpoint/zip_writer.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "detkit/utils/strings.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "torch.save writes little-endian storages; this reader copies them as they are");
 
 namespace detkit::checkpoint {
 namespace {
-
-bool starts_with(const std::string& bytes, std::string_view prefix) {
-  return bytes.compare(0, prefix.size(), prefix) == 0;
-}
 
 // Refuses, with what to do instead, the files that are not torch.save's zip archives.
 void check_format(const std::string& bytes, const std::string& path) {

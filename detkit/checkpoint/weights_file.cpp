@@ -7,15 +7,12 @@
 #include "detkit/checkpoint/unpickler.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "detkit/utils/strings.h"
 
 namespace detkit::checkpoint {
 namespace {
 
 using namespace std::string_view_literals;
-
-bool starts_with(std::string_view bytes, std::string_view prefix) {
-  return bytes.substr(0, prefix.size()) == prefix;
-}
 
 // A pickle of protocol 2 to 5 (what Python 2's HIGHEST_PROTOCOL and every Python 3 write),
 // and not a legacy torch.save file (whose pickle starts with torch's magic number).

@@ -7,14 +7,7 @@
 namespace detkit::checkpoint {
 namespace {
 
-constexpr uint32_t kLocalHeader = 0x04034b50;
-constexpr uint32_t kCentralHeader = 0x02014b50;
-constexpr uint32_t kEndOfCentralDirectory = 0x06054b50;
-constexpr uint32_t kZip64End = 0x06064b50;
-constexpr uint32_t kZip64Locator = 0x07064b50;
-constexpr uint16_t kZip64ExtraId = 0x0001;
-constexpr size_t kEndSize = 22, kCentralSize = 46, kLocalSize = 30, kLocatorSize = 20;
-constexpr size_t kZip64EndSize = 56;
+using namespace zip_format;  // NOLINT(build/namespaces)
 
 std::array<uint32_t, 256> make_crc_table() {
   std::array<uint32_t, 256> table{};

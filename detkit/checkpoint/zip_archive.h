@@ -2,6 +2,7 @@
 // A reader for the zip archives torch.save writes (since PyTorch 1.6): every entry stored
 // uncompressed, sizes in the central directory (ZIP64 when large). Anything else — compressed or
 // encrypted entries, multi-disk archives, truncated files — is refused with the file's name.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -9,6 +10,19 @@
 #include <vector>
 
 namespace detkit::checkpoint {
+
+/// The ZIP records' signatures and fixed sizes (PKWARE's APPNOTE 4.3), read by ZipArchive and
+/// written by ZipWriter.
+namespace zip_format {
+constexpr uint32_t kLocalHeader = 0x04034b50;
+constexpr uint32_t kCentralHeader = 0x02014b50;
+constexpr uint32_t kEndOfCentralDirectory = 0x06054b50;
+constexpr uint32_t kZip64End = 0x06064b50;
+constexpr uint32_t kZip64Locator = 0x07064b50;
+constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr size_t kEndSize = 22, kCentralSize = 46, kLocalSize = 30, kLocatorSize = 20;
+constexpr size_t kZip64EndSize = 56;
+}  // namespace zip_format
 
 class ZipArchive {
  public:

@@ -10,7 +10,7 @@ namespace detkit::checkpoint {
 namespace {
 
 constexpr size_t kAlignment = 64;  // as PyTorchStreamWriter: lets readers map tensors in place
-constexpr size_t kLocalSize = 30;
+using namespace zip_format;  // NOLINT(build/namespaces)
 
 void put(std::string& out, uint64_t value, int width) {
   for (int i = 0; i < width; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
@@ -31,7 +31,7 @@ void ZipWriter::add(const std::string& name, std::string_view data) {
   const size_t start = offset + kLocalSize + name.size() + 4;
   const size_t padding = (kAlignment - start % kAlignment) % kAlignment;
   auto header = [&](std::string& out, bool central) {
-    put(out, central ? 0x02014b50 : 0x04034b50, 4);
+    put(out, central ? kCentralHeader : kLocalHeader, 4);
     if (central) put(out, 20, 2);  // version made by
     put(out, 20, 2);               // version needed
     put(out, 0, 2);                // flags
@@ -65,7 +65,7 @@ std::string ZipWriter::finish() {
   check_fits(directory_offset + directory_.size(), "central directory");
   if (entries_ >= 0xFFFF) throw Error("cannot write a zip archive of 65535 entries or more");
   out_ += directory_;
-  put(out_, 0x06054b50, 4);
+  put(out_, kEndOfCentralDirectory, 4);
   put(out_, 0, 4);  // disk numbers
   put(out_, entries_, 2);
   put(out_, entries_, 2);

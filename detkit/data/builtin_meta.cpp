@@ -5,6 +5,7 @@
 
 #include "detkit/data/shapes/shapes_coco.h"
 #include "detkit/data/shapes/shapes_geometry.h"
+#include "detkit/utils/strings.h"
 
 namespace detkit::data {
 namespace {
@@ -69,10 +70,6 @@ const KeypointConnection kPersonKeypointConnections[] = {
     {"right_hip", "right_knee", {153, 255, 204}},
     {"left_knee", "left_ankle", {191, 255, 128}},
     {"right_knee", "right_ankle", {255, 195, 77}}};
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
 
 }  // namespace
 

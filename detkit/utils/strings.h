@@ -1,6 +1,7 @@
 #pragma once
 // Small string helpers shared by the config system and the CLI.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace detkit {
@@ -14,5 +15,10 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 std::vector<std::string> split(const std::string& s, char sep);
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 std::string trim(const std::string& s);
+
+/// Whether `text` begins with `prefix`, byte for byte (embedded NULs included).
+inline bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
 
 }  // namespace detkit

@@ -11,9 +11,12 @@
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "tests/checkpoint/numpy_pickle_oracle.h"
+#include "tests/support/error_of.h"
 
 namespace detkit::checkpoint {
 namespace {
+
+using detkit::testing::expect_contains;
 
 using testing::NumpyPickleFixtures;
 
@@ -31,10 +34,6 @@ std::string read_error(const std::string& path) {
   }
   ADD_FAILURE() << path << " was read";
   return "";
-}
-
-void expect_contains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
 }
 
 TEST(NumpyPickle, ArraysEqualTorchsInEveryProtocolAndInPython2Files) {

@@ -7,9 +7,12 @@
 #include "detkit/checkpoint/torch_file.h"
 #include "detkit/utils/error.h"
 #include "tests/checkpoint/checkpoint_oracle.h"
+#include "tests/support/error_of.h"
 
 namespace detkit::checkpoint {
 namespace {
+
+using detkit::testing::expect_contains;
 
 using testing::PythonFixtures;
 
@@ -22,10 +25,6 @@ std::string load_error(const std::string& path) {
   }
   ADD_FAILURE() << path << " loaded";
   return "";
-}
-
-void expect_contains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
 }
 
 TEST(TorchFileRefuse, MaliciousGlobalsAreRefusedByNameAndNeverRun) {

@@ -19,7 +19,7 @@
 namespace detkit::evaluation {
 namespace {
 
-const std::string kGroundTruth =
+const std::string kTinyValGroundTruth =
     std::string(DETKIT_SHARED_DIR) + "/data/coco_tiny/annotations/instances_val2017.json";
 
 // Rank `rank` of two; all_gather returns this rank's input in its place and, in the other's,
@@ -137,9 +137,9 @@ std::map<std::string, CocoEvalReport> expect_two_ranks_report_what_one_does(
 }
 
 TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
-  if (!std::filesystem::exists(kGroundTruth))
-    GTEST_SKIP() << "shared data absent: " << kGroundTruth;
-  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kGroundTruth, ""));
+  if (!std::filesystem::exists(kTinyValGroundTruth))
+    GTEST_SKIP() << "shared data absent: " << kTinyValGroundTruth;
+  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kTinyValGroundTruth, ""));
   ASSERT_GE(ds->num_images(), 3u);
   const auto reports = expect_two_ranks_report_what_one_does(
       ds, std::min<size_t>(ds->num_images(), 6), {IouType::Bbox, IouType::Segm}, detections_for);

@@ -14,15 +14,12 @@
 #include "detkit/modeling/anchor_generator.h"
 #include "detkit/utils/error.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::max_abs_diff;
 
 namespace detkit::modeling {
 namespace {
-
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.numel() == 0) return 0.0;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
 
 at::Tensor rows(std::vector<double> values) {
   return at::tensor(values, at::kDouble).reshape({-1, 4});

@@ -13,15 +13,12 @@
 #include "detkit/modeling/box_regression.h"
 #include "detkit/utils/error.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::max_abs_diff;
 
 namespace detkit::modeling {
 namespace {
-
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.numel() == 0) return 0.0;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
 
 at::Tensor boxes(std::initializer_list<float> values) {
   return at::tensor(std::vector<float>(values)).reshape({-1, 4});

@@ -11,14 +11,12 @@
 #include "detkit/structures/boxes.h"
 #include "detkit/utils/error.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::to_vector;
 
 namespace detkit::modeling {
 namespace {
-
-std::vector<int64_t> to_vector(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kLong).contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
 
 at::Tensor quality(std::vector<float> values, int64_t m, int64_t n) {
   return at::tensor(values).reshape({m, n});

@@ -13,20 +13,17 @@
 #include "detkit/modeling/proposal_utils.h"
 #include "detkit/utils/error.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::max_abs_diff;
 
 namespace detkit::modeling {
 namespace {
 
 using structures::Instances;
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.numel() == 0 || a.sizes() != b.sizes()) return a.sizes() == b.sizes() ? 0.0 : 1e30;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
 // (1, K, 4) boxes and (1, K) logits of one image.
-at::Tensor boxes(std::vector<float> values) { return at::tensor(values).reshape({1, -1, 4}); }
+at::Tensor image_boxes(std::vector<float> values) { return at::tensor(values).reshape({1, -1, 4}); }
 at::Tensor logits(std::vector<float> values) { return at::tensor(values).reshape({1, -1}); }
 
 const at::Tensor& proposal_boxes(const Instances& x) { return x.boxes("proposal_boxes").tensor(); }
@@ -40,7 +37,7 @@ TEST(FindTopRpnProposalsTest, OneImageByHand) {
   //   3: (30,30,30.5,60) 2.0  width 0.5 <= min size 1: dropped
   //   4: (40,40,60,60) 1.0  kept
   //   5: (40,40,60,60) 0.5  not in the top 5
-  const at::Tensor p = boxes({0,  0,  20,    20, 1,  1,  21, 21, 70, 90, 95, 120,
+  const at::Tensor p = image_boxes({0,  0,  20,    20, 1,  1,  21, 21, 70, 90, 95, 120,
                               30, 30, 30.5f, 60, 40, 40, 60, 60, 40, 40, 60, 60});
   const at::Tensor s = logits({5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f});
   const auto out = find_top_rpn_proposals({p}, {s}, {{100, 80}}, 0.7, 5, 10, 1.0, false);
@@ -61,8 +58,8 @@ TEST(FindTopRpnProposalsTest, OneImageByHand) {
 
 TEST(FindTopRpnProposalsTest, NmsIsPerLevelAndTopKPerLevel) {
   // The same box on two levels survives on both; pre_nms_topk = 1 takes each level's best.
-  const at::Tensor level0 = boxes({0, 0, 10, 10, 50, 50, 60, 60});
-  const at::Tensor level1 = boxes({0, 0, 10, 10, 20, 20, 30, 30});
+  const at::Tensor level0 = image_boxes({0, 0, 10, 10, 50, 50, 60, 60});
+  const at::Tensor level1 = image_boxes({0, 0, 10, 10, 20, 20, 30, 30});
   const auto out =
       find_top_rpn_proposals({level0, level1}, {logits({1.0f, 2.0f}), logits({3.0f, 0.0f})},
                              {{100, 100}}, 0.5, 1, 100, 0.0, false);
@@ -100,7 +97,7 @@ TEST(FindTopRpnProposalsTest, SeveralImagesOfDifferentSizes) {
 TEST(FindTopRpnProposalsTest, NonFinitePredictions) {
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const at::Tensor p = boxes({0, 0, 10, 10, 0, 0, kInf, 10, 20, 20, 30, 30, 40, 40, 50, 50});
+  const at::Tensor p = image_boxes({0, 0, 10, 10, 0, 0, kInf, 10, 20, 20, 30, 30, 40, 40, 50, 50});
   const at::Tensor s = logits({1.0f, 5.0f, kNaN, 0.5f});
   // Inference drops them.
   const auto out = find_top_rpn_proposals({p}, {s}, {{100, 100}}, 0.7, 10, 10, 0.0, false);
@@ -113,7 +110,7 @@ TEST(FindTopRpnProposalsTest, NonFinitePredictions) {
 TEST(FindTopRpnProposalsTest, EmptyInputs) {
   // No anchors on a level, and every box too small: no proposals, right shapes.
   const at::Tensor none = at::zeros({1, 0, 4});
-  const at::Tensor tiny = boxes({0, 0, 0.5f, 0.5f});
+  const at::Tensor tiny = image_boxes({0, 0, 0.5f, 0.5f});
   const auto out = find_top_rpn_proposals({none, tiny}, {at::zeros({1, 0}), logits({1.0f})},
                                           {{10, 10}}, 0.7, 10, 10, 1.0, false);
   EXPECT_EQ(out[0].size(), 0);
@@ -126,10 +123,10 @@ TEST(FindTopRpnProposalsTest, EmptyInputs) {
 }
 
 TEST(FindTopRpnProposalsTest, RejectsBadShapes) {
-  EXPECT_THROW(find_top_rpn_proposals({boxes({0, 0, 1, 1})}, {logits({1.0f, 2.0f})}, {{5, 5}}, 0.7,
+  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f, 2.0f})}, {{5, 5}}, 0.7,
                                       10, 10, 0.0, false),
                c10::Error);
-  EXPECT_THROW(find_top_rpn_proposals({boxes({0, 0, 1, 1})}, {logits({1.0f})}, {{5, 5}, {5, 5}},
+  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f})}, {{5, 5}, {5, 5}},
                                       0.7, 10, 10, 0.0, false),
                c10::Error);
   EXPECT_THROW(find_top_rpn_proposals({}, {}, {{5, 5}}, 0.7, 10, 10, 0.0, false), c10::Error);

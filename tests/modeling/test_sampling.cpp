@@ -11,14 +11,12 @@
 
 #include "detkit/modeling/sampling.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::to_vector;
 
 namespace detkit::modeling {
 namespace {
-
-std::vector<int64_t> to_vector(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kLong).contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
 
 // num_pos labels 1, num_neg labels 0, num_ignored labels -1, shuffled with a fixed seed.
 at::Tensor make_labels(int64_t num_pos, int64_t num_neg, int64_t num_ignored) {

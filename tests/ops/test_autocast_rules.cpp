@@ -14,7 +14,7 @@
 namespace detkit::ops {
 namespace {
 
-at::Tensor random_boxes(int64_t n, double size) {
+at::Tensor random_boxes_up_to(int64_t n, double size) {
   at::Tensor xy = torch::rand({n, 2}) * size * 0.6;
   at::Tensor wh = torch::rand({n, 2}) * size * 0.4 + 1;
   return torch::cat({xy, xy + wh}, 1);
@@ -24,7 +24,7 @@ TEST(AutocastRules, RoiAlignComputesInFp32AndReturnsItsInputsDtype) {
   torch::manual_seed(0);
   const at::Tensor map = torch::randn({2, 4, 16, 16}).to(at::kBFloat16);
   at::Tensor rois = torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat),
-                                random_boxes(4, 64)},
+                                random_boxes_up_to(4, 64)},
                                1);
   at::Tensor x = map.clone().requires_grad_(true);
   at::Tensor y;
@@ -53,7 +53,7 @@ TEST(AutocastRules, MultilevelRoiAlignComputesInFp32AndReturnsTheMapsDtype) {
     maps32.push_back(m.to(at::kFloat).requires_grad_(true));
   }
   const at::Tensor rois =
-      torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes(4, 64)}, 1);
+      torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes_up_to(4, 64)}, 1);
   const at::Tensor levels = torch::tensor({0, 1, 1, 0}, at::kLong);
   at::Tensor y;
   {
@@ -76,7 +76,7 @@ TEST(AutocastRules, MultilevelRoiAlignComputesInFp32AndReturnsTheMapsDtype) {
 
 TEST(AutocastRules, NmsOpsTakeBfloat16ScoresWithFp32Boxes) {
   torch::manual_seed(1);
-  const at::Tensor boxes = random_boxes(50, 100);
+  const at::Tensor boxes = random_boxes_up_to(50, 100);
   const at::Tensor scores = torch::rand({50}).to(at::kBFloat16);
   const at::Tensor idxs = torch::randint(0, 3, {50}, at::kLong);
   at::Tensor kept, kept_batched, iou;
@@ -96,7 +96,7 @@ TEST(AutocastRules, NmsOpsTakeBfloat16ScoresWithFp32Boxes) {
 TEST(AutocastRules, PasteMasksTakesBfloat16Masks) {
   torch::manual_seed(2);
   const at::Tensor masks = torch::rand({3, 28, 28}).to(at::kBFloat16);
-  const at::Tensor boxes = random_boxes(3, 60);
+  const at::Tensor boxes = random_boxes_up_to(3, 60);
   at::Tensor pasted;
   {
     const AutocastGuard autocast(true);

@@ -13,14 +13,12 @@
 #include "detkit/ops/batched_nms.h"
 #include "tests/ops/reference_nms.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::to_vector;
 
 namespace detkit::ops {
 namespace {
-
-std::vector<int64_t> to_vector(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kLong).contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
 
 // Plain per-category greedy NMS; returns the kept indices in ascending order.
 std::vector<int64_t> reference_kept(const at::Tensor& boxes, const at::Tensor& scores,

@@ -13,6 +13,9 @@
 
 #include "detkit/ops/blocked_maps.h"
 #include "tests/support/c10_error_of.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::relative_error;
 
 namespace detkit::ops {
 namespace {
@@ -22,10 +25,6 @@ namespace {
   GTEST_SKIP() << "oneDNN has no AVX-512 kernels for blocked maps on this CPU (see lscpu)"
 
 // max |a - ref| / max |ref|
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a.to(at::kDouble) - ref.to(at::kDouble)).abs().max() / ref.to(at::kDouble).abs().max())
-      .item<double>();
-}
 
 TEST(BlockedMaps, LayoutChangesAreExactAndSixteenChannelsInnermost) {
   SKIP_WITHOUT_KERNELS();
@@ -84,13 +83,13 @@ TEST(BlockedMaps, RefusesMapsItCannotHold) {
   // The pairs that remake their normalized map: a plain map, and a convolution whose output a
   // blocked BatchNorm cannot hold, are refused with what is wrong.
   const BatchNormArgs norm{at::ones({32}), at::zeros({32}), {}, {}, 0.1, 1e-5};
-  EXPECT_NE(testing::c10_error_of([&] {
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_batch_norm_relu_conv2d(at::zeros({1, 32, 4, 4}), norm,
                                              at::zeros({16, 32, 1, 1}), {}, 1, 0, 1);
             }).find("blocked map"),
             std::string::npos);
   const BatchNormArgs out_norm{at::ones({24}), at::zeros({24}), {}, {}, 0.1, 1e-5};
-  EXPECT_NE(testing::c10_error_of([&] {
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_batch_norm_relu_conv2d_batch_norm(map, norm, at::zeros({24, 32, 1, 1}), {}, 1,
                                                         0, 1, out_norm);
             }).find("24 output channels"),
@@ -497,18 +496,18 @@ TEST(BlockedMaps, GroupNormAgreesWithLibtorchBothWays) {
   EXPECT_EQ(out.isnan().sum().item<int64_t>(), 4 * 30);  // image 1's channels 4-7
   // What it cannot compute is a named error.
   const at::Tensor blocked = to_blocked(at::randn({1, 32, 4, 4}));
-  EXPECT_NE(testing::c10_error_of([&] { blocked_group_norm(blocked, 3, {}, {}, 1e-5); })
+  EXPECT_NE(detkit::testing::c10_error_of([&] { blocked_group_norm(blocked, 3, {}, {}, 1e-5); })
                 .find("32 channels do not split into 3 groups"),
             std::string::npos);
-  EXPECT_NE(testing::c10_error_of([&] {
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_group_norm(blocked, 8, at::ones({32}), {}, 1e-5);
             }).find("a weight without a bias"),
             std::string::npos);
-  EXPECT_NE(testing::c10_error_of([&] {
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_group_norm(blocked, 8, at::ones({16}), at::zeros({16}), 1e-5);
             }).find("the weight must hold 32 float32 values"),
             std::string::npos);
-  EXPECT_NE(testing::c10_error_of([&] {
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_group_norm(at::zeros({1, 2, 0, 4, 16}), 8, {}, {}, 1e-5);
             }).find("a map without pixels"),
             std::string::npos);

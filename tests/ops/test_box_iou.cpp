@@ -9,6 +9,9 @@
 
 #include "detkit/ops/box_iou.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::max_abs_diff;
 
 namespace detkit::ops {
 namespace {
@@ -35,10 +38,6 @@ at::Tensor random_boxes(int64_t n, int64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const at::Tensor xy = at::rand({n, 2}, gen) * 100;
   return at::cat({xy, xy + at::rand({n, 2}, gen) * 50 + 0.5}, 1);
-}
-
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
 TEST(BoxIou, MatchesPlainLoop) {

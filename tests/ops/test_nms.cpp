@@ -12,16 +12,14 @@
 #include "detkit/ops/nms.h"
 #include "tests/ops/reference_nms.h"
 #include "tests/parity/oracle.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::to_vector;
 
 namespace detkit::ops {
 namespace {
 
 using testing::reference_nms;
-
-std::vector<int64_t> to_vector(const at::Tensor& t) {
-  const at::Tensor c = t.to(at::kLong).contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
 
 // n boxes around `clusters` centres (heavy overlap), scores rounded to 1/16 so many tie.
 std::pair<at::Tensor, at::Tensor> clustered_boxes(int64_t n, int64_t clusters, int64_t seed) {

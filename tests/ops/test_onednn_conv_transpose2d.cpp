@@ -12,6 +12,9 @@
 
 #include "detkit/ops/onednn_conv_transpose2d.h"
 #include "detkit/ops/winograd_conv2d.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::relative_error;
 
 namespace detkit::ops {
 namespace {
@@ -48,9 +51,6 @@ Result run(bool onednn, const Case& k, const at::Tensor& x0, const at::Tensor& w
 }
 
 // max |a - ref| / max |ref|
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
-}
 
 TEST(OnednnConvTranspose2d, GradientsAgreeWithConvTranspose2dWithinFloat32Rounding) {
   torch::manual_seed(0);

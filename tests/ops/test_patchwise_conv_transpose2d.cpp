@@ -11,14 +11,14 @@
 #include <string>
 
 #include "detkit/ops/patchwise_conv_transpose2d.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::relative_error;
 
 namespace detkit::ops {
 namespace {
 
 // max |a - ref| / max |ref|
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
-}
 
 bool applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
              at::IntArrayRef stride, at::IntArrayRef padding = {0, 0},

@@ -12,6 +12,9 @@
 #include "detkit/ops/roi_align.h"
 #include "tests/parity/oracle.h"
 #include "tests/support/c10_error_of.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::max_abs_diff;
 
 namespace detkit::ops {
 namespace {
@@ -146,11 +149,6 @@ at::Tensor mixed_rois(int64_t batch, double size, int64_t seed) {
 const Settings kSettings[] = {{0.25, 7, 5, 0, false}, {0.25, 7, 5, 1, false},
                               {0.25, 7, 5, 2, false}, {0.25, 7, 5, 0, true},
                               {0.25, 7, 5, 1, true},  {0.25, 7, 5, 2, true}};
-
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  if (a.numel() == 0 && b.numel() == 0) return 0.0;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
 
 // ---- Kernel against the plain loop. ----
 

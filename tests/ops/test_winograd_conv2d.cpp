@@ -12,6 +12,9 @@
 #include "detkit/ops/cpu/conv_primitives.h"
 #include "detkit/ops/cpu/winograd_conv2d_kernel.h"
 #include "detkit/ops/winograd_conv2d.h"
+#include "tests/support/tensor_compare.h"
+
+using detkit::testing::relative_error;
 
 namespace detkit::ops {
 namespace {
@@ -65,9 +68,6 @@ const at::Tensor Result::*const kFields[] = {&Result::out, &Result::grad_input,
                                              &Result::grad_weight, &Result::grad_bias};
 
 // max |a - ref| / max |ref|
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a.to(at::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
-}
 
 TEST(WinogradConv2d, ForwardAndGradientsAgreeWithConv2dWithinFloat32Rounding) {
   SKIP_WITHOUT_WINOGRAD();

@@ -19,7 +19,7 @@ namespace {
 
 using Bytes = std::vector<unsigned char>;
 
-bool starts_with(const Bytes& b, const char* magic, size_t at = 0) {
+bool has_magic(const Bytes& b, const char* magic, size_t at = 0) {
   const size_t n = std::strlen(magic);
   return b.size() >= at + n && std::memcmp(b.data() + at, magic, n) == 0;
 }
@@ -51,7 +51,7 @@ bool read_uint(const Bytes& b, size_t at, int bytes, bool little, uint64_t& valu
 // PNG: the signature, then IHDR (length, "IHDR", width and height as big-endian uint32).
 bool png_size(const Bytes& b, int64_t& width, int64_t& height) {
   static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
-  if (b.size() < 24 || std::memcmp(b.data(), kPng, 8) != 0 || !starts_with(b, "IHDR", 12))
+  if (b.size() < 24 || std::memcmp(b.data(), kPng, 8) != 0 || !has_magic(b, "IHDR", 12))
     return false;
   width = big_endian(b, 16, 4);
   height = big_endian(b, 20, 4);
@@ -61,7 +61,7 @@ bool png_size(const Bytes& b, int64_t& width, int64_t& height) {
 // BMP: "BM", the info header's size at 14, then width and height: int32 (negative height:
 // stored top-down), or uint16 in the 12-byte OS/2 core header.
 bool bmp_size(const Bytes& b, int64_t& width, int64_t& height) {
-  if (!starts_with(b, "BM") || b.size() < 26) return false;
+  if (!has_magic(b, "BM") || b.size() < 26) return false;
   if (little_endian(b, 14, 4) == 12) {
     width = little_endian(b, 18, 2);
     height = little_endian(b, 20, 2);
@@ -152,21 +152,21 @@ bool pam_size(const Bytes& b, int64_t& width, int64_t& height) {
 // after its start code 9D 01 2A), "VP8L" (lossless: 14-bit sizes minus one, after the 0x2F
 // signature) or "VP8X" (extended: the canvas's 24-bit sizes minus one).
 bool webp_size(const Bytes& b, int64_t& width, int64_t& height) {
-  if (!starts_with(b, "RIFF") || !starts_with(b, "WEBP", 8) || b.size() < 30) return false;
-  if (starts_with(b, "VP8 ", 12)) {
+  if (!has_magic(b, "RIFF") || !has_magic(b, "WEBP", 8) || b.size() < 30) return false;
+  if (has_magic(b, "VP8 ", 12)) {
     if (b[23] != 0x9D || b[24] != 0x01 || b[25] != 0x2A) return false;
     width = little_endian(b, 26, 2) & 0x3FFF;
     height = little_endian(b, 28, 2) & 0x3FFF;
     return true;
   }
-  if (starts_with(b, "VP8L", 12)) {
+  if (has_magic(b, "VP8L", 12)) {
     if (b[20] != 0x2F) return false;
     const int64_t bits = little_endian(b, 21, 4);
     width = (bits & 0x3FFF) + 1;
     height = ((bits >> 14) & 0x3FFF) + 1;
     return true;
   }
-  if (starts_with(b, "VP8X", 12)) {
+  if (has_magic(b, "VP8X", 12)) {
     width = little_endian(b, 24, 3) + 1;
     height = little_endian(b, 27, 3) + 1;
     return true;
@@ -240,7 +240,7 @@ bool sun_raster_size(const Bytes& b, int64_t& width, int64_t& height) {
 // buffer returns them (127 bytes at most, through the '\n'), none empty, up to the line
 // "FORMAT=32-bit_rle_rgbe"; a blank line; then sscanf(line, "-Y %d +X %d") (the same libc call).
 bool hdr_size(const Bytes& b, int64_t& width, int64_t& height) {
-  if (!starts_with(b, "#?RGBE") && !starts_with(b, "#?RADIANCE")) return false;
+  if (!has_magic(b, "#?RGBE") && !has_magic(b, "#?RADIANCE")) return false;
   size_t at = 0;
   auto next_line = [&] {  // empty at the end of the data, where fgets returns NULL
     const size_t begin = at;
@@ -285,7 +285,7 @@ bool jpeg2000_size(const Bytes& b, int64_t& width, int64_t& height) {
       if (!read_uint(b, static_cast<size_t>(at) + 8, 8, false, length)) return false;
       header = 16;
     }
-    if (starts_with(b, "jp2c", static_cast<size_t>(at) + 4))
+    if (has_magic(b, "jp2c", static_cast<size_t>(at) + 4))
       return j2k_codestream_size(b, static_cast<size_t>(at + header), width, height);
     if (length < header || length > b.size() - at) return false;  // 0 (to the end) included
     at += length;
