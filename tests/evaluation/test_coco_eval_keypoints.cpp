@@ -19,20 +19,22 @@
 namespace detkit::evaluation {
 namespace {
 
-const std::string kKeypointFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/cocoeval_keypoints/";
+const std::string kKeypointFixtures =
+    std::string(DETKIT_SHARED_DIR) + "/fixtures/cocoeval_keypoints/";
 
 TEST(KeypointCOCOeval, ReproducesPycocotoolsOnSyntheticPersonKeypoints) {
   if (!std::filesystem::exists(kKeypointFixtures + "expected_s1.json"))
     GTEST_SKIP() << "shared fixture absent: " << kKeypointFixtures;
-  nlohmann::json expected = nlohmann::json::parse(std::ifstream(kKeypointFixtures + "expected_s1.json"));
+  nlohmann::json expected =
+      nlohmann::json::parse(std::ifstream(kKeypointFixtures + "expected_s1.json"));
   data::CocoDataset dataset =
       data::load_coco_json(kKeypointFixtures + expected["ground_truth"].get<std::string>(), "");
   CocoGroundTruth gt = ground_truth_from_dataset(dataset, IouType::Keypoints);
   size_t cases = 0;
   for (const auto& c : expected["cases"]) {
     ASSERT_EQ(parse_iou_type(c["iou_type"]), IouType::Keypoints);
-    auto dts =
-        load_coco_results(kKeypointFixtures + c["results"].get<std::string>(), IouType::Keypoints, gt.ids);
+    auto dts = load_coco_results(kKeypointFixtures + c["results"].get<std::string>(),
+                                 IouType::Keypoints, gt.ids);
     EXPECT_EQ(dts.size(), c["num_detections"].get<size_t>());
     CocoEvalReport report = evaluate_coco(gt, dts, IouType::Keypoints);
     ASSERT_EQ(report.stats.size(), 10u);

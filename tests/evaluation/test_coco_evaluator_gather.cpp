@@ -139,7 +139,8 @@ std::map<std::string, CocoEvalReport> expect_two_ranks_report_what_one_does(
 TEST(COCOEvaluatorGather, TwoRanksReportWhatOneProcessReports) {
   if (!std::filesystem::exists(kTinyValGroundTruth))
     GTEST_SKIP() << "shared data absent: " << kTinyValGroundTruth;
-  auto ds = std::make_shared<const data::CocoDataset>(data::load_coco_json(kTinyValGroundTruth, ""));
+  auto ds =
+      std::make_shared<const data::CocoDataset>(data::load_coco_json(kTinyValGroundTruth, ""));
   ASSERT_GE(ds->num_images(), 3u);
   const auto reports = expect_two_ranks_report_what_one_does(
       ds, std::min<size_t>(ds->num_images(), 6), {IouType::Bbox, IouType::Segm}, detections_for);

@@ -38,7 +38,7 @@ TEST(FindTopRpnProposalsTest, OneImageByHand) {
   //   4: (40,40,60,60) 1.0  kept
   //   5: (40,40,60,60) 0.5  not in the top 5
   const at::Tensor p = image_boxes({0,  0,  20,    20, 1,  1,  21, 21, 70, 90, 95, 120,
-                              30, 30, 30.5f, 60, 40, 40, 60, 60, 40, 40, 60, 60});
+                                    30, 30, 30.5f, 60, 40, 40, 60, 60, 40, 40, 60, 60});
   const at::Tensor s = logits({5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f});
   const auto out = find_top_rpn_proposals({p}, {s}, {{100, 80}}, 0.7, 5, 10, 1.0, false);
   ASSERT_EQ(out.size(), 1u);
@@ -123,11 +123,11 @@ TEST(FindTopRpnProposalsTest, EmptyInputs) {
 }
 
 TEST(FindTopRpnProposalsTest, RejectsBadShapes) {
-  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f, 2.0f})}, {{5, 5}}, 0.7,
-                                      10, 10, 0.0, false),
-               c10::Error);
-  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f})}, {{5, 5}, {5, 5}},
+  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f, 2.0f})}, {{5, 5}},
                                       0.7, 10, 10, 0.0, false),
+               c10::Error);
+  EXPECT_THROW(find_top_rpn_proposals({image_boxes({0, 0, 1, 1})}, {logits({1.0f})},
+                                      {{5, 5}, {5, 5}}, 0.7, 10, 10, 0.0, false),
                c10::Error);
   EXPECT_THROW(find_top_rpn_proposals({}, {}, {{5, 5}}, 0.7, 10, 10, 0.0, false), c10::Error);
 }

@@ -23,9 +23,8 @@ at::Tensor random_boxes_up_to(int64_t n, double size) {
 TEST(AutocastRules, RoiAlignComputesInFp32AndReturnsItsInputsDtype) {
   torch::manual_seed(0);
   const at::Tensor map = torch::randn({2, 4, 16, 16}).to(at::kBFloat16);
-  at::Tensor rois = torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat),
-                                random_boxes_up_to(4, 64)},
-                               1);
+  at::Tensor rois = torch::cat(
+      {torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes_up_to(4, 64)}, 1);
   at::Tensor x = map.clone().requires_grad_(true);
   at::Tensor y;
   {
@@ -52,8 +51,8 @@ TEST(AutocastRules, MultilevelRoiAlignComputesInFp32AndReturnsTheMapsDtype) {
     maps16.push_back(m.clone().requires_grad_(true));
     maps32.push_back(m.to(at::kFloat).requires_grad_(true));
   }
-  const at::Tensor rois =
-      torch::cat({torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes_up_to(4, 64)}, 1);
+  const at::Tensor rois = torch::cat(
+      {torch::tensor({0, 1, 1, 0}).unsqueeze(1).to(at::kFloat), random_boxes_up_to(4, 64)}, 1);
   const at::Tensor levels = torch::tensor({0, 1, 1, 0}, at::kLong);
   at::Tensor y;
   {

@@ -496,8 +496,9 @@ TEST(BlockedMaps, GroupNormAgreesWithLibtorchBothWays) {
   EXPECT_EQ(out.isnan().sum().item<int64_t>(), 4 * 30);  // image 1's channels 4-7
   // What it cannot compute is a named error.
   const at::Tensor blocked = to_blocked(at::randn({1, 32, 4, 4}));
-  EXPECT_NE(detkit::testing::c10_error_of([&] { blocked_group_norm(blocked, 3, {}, {}, 1e-5); })
-                .find("32 channels do not split into 3 groups"),
+  EXPECT_NE(detkit::testing::c10_error_of([&] {
+              blocked_group_norm(blocked, 3, {}, {}, 1e-5);
+            }).find("32 channels do not split into 3 groups"),
             std::string::npos);
   EXPECT_NE(detkit::testing::c10_error_of([&] {
               blocked_group_norm(blocked, 8, at::ones({32}), {}, 1e-5);

@@ -8,8 +8,8 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   const int failed = RUN_ALL_TESTS();
   const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
-  const bool all_skipped = unit.test_to_run_count() > 0 &&
-                           unit.skipped_test_count() == unit.test_to_run_count();
+  const bool all_skipped =
+      unit.test_to_run_count() > 0 && unit.skipped_test_count() == unit.test_to_run_count();
   if (failed == 0 && all_skipped) return 77;
   return failed;
 }
