@@ -4,8 +4,10 @@
 // - detkit's Winograd convolution (ops/winograd_conv2d.h) against at::conv2d (libtorch's direct
 //   oneDNN kernels) on the 3x3 stride-1 shapes of the detectors' heads and backbones;
 // - oneDNN's deconvolution (ops/onednn_conv_transpose2d.h) against at::conv_transpose2d
-//   (libtorch's im2col + GEMM) on the mask and keypoint heads' upsampling. detkit keeps libtorch's
-//   forward pass (oneDNN's ran 0.87-1.19x of it), so only the f+b columns differ.
+//   (libtorch's im2col + GEMM) on the mask and keypoint heads' upsampling: detkit keeps
+//   libtorch's forward pass there (oneDNN's ran 0.87-1.19x of it), so only the f+b columns
+//   differ; and, where the stride is the kernel (the mask head's), the matrix products of
+//   ops/patchwise_conv_transpose2d.h, forward and backward.
 //
 //   conv_algorithms [--threads 2] [--repeats 7]
 //
@@ -23,7 +25,9 @@
 #include <vector>
 
 #include "detkit/ops/onednn_conv_transpose2d.h"
+#include "detkit/ops/patchwise_conv_transpose2d.h"
 #include "detkit/ops/winograd_conv2d.h"
+#include "detkit/utils/allocator.h"
 #include "detkit/utils/threads.h"
 
 namespace {
@@ -91,6 +95,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "libtorch threads");
   app.add_option("--repeats", repeats, "timed runs of each side per shape (median shown)");
   CLI11_PARSE(app, argc, argv);
+  detkit::configure_allocator();  // as the CLI: large blocks' pages reused, not faulted in anew
   detkit::configure_threads(threads);
   // 512x384 inputs (compare_torchvision's), batch 2, unless said; ROI heads with 100 ROIs.
   const std::vector<Shape> shapes = {
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
       {"mask head deconv, 100 ROIs", 100, 256, 256, 14, 14, 2, 2, 0},
       {"mask head deconv, 32 ROIs", 32, 256, 256, 14, 14, 2, 2, 0},
       {"demo mask head deconv, 96 ROIs (128)", 96, 128, 128, 14, 14, 2, 2, 0},
+      {"demo mask head deconv, 128 ROIs (128)", 128, 128, 128, 14, 14, 2, 2, 0},
       {"keypoint head deconv, 100 ROIs (17 keypoints)", 100, 512, 17, 14, 14, 4, 2, 1},
       {"keypoint head deconv, 32 ROIs (17 keypoints)", 32, 512, 17, 14, 14, 4, 2, 1},
   };
@@ -137,20 +143,29 @@ int main(int argc, char** argv) {
     at::Tensor w = at::randn({s.c, s.o, s.kernel, s.kernel}) * 0.02, b = at::zeros({s.o});
     const std::string label = fmt::format("{} ({}, {} -> {}, {}, {}, {})", s.what, s.n, s.c, s.o,
                                           s.kernel, s.stride, s.padding);
-    if (!detkit::ops::onednn_conv_transpose2d_applies(x, w, b, {s.stride, s.stride},
-                                                      {s.padding, s.padding}, {0, 0}, {1, 1}, 1)) {
+    auto libtorch = [&](auto& xi, auto& wi, auto& bi) {
+      return at::conv_transpose2d(xi, wi, bi, s.stride, s.padding);
+    };
+    // Where the stride is the kernel, both of detkit's: oneDNN's backward (what CONV_ALGORITHM
+    // auto ran before) and the matrix products (what it runs).
+    if (detkit::ops::onednn_conv_transpose2d_applies(x, w, b, {s.stride, s.stride},
+                                                     {s.padding, s.padding}, {0, 0}, {1, 1}, 1))
+      compare(
+          label + " oneDNN", x, w, b, libtorch,
+          [&](auto& xi, auto& wi, auto& bi) {
+            return detkit::ops::onednn_conv_transpose2d(xi, wi, bi, s.stride, s.padding);
+          },
+          repeats);
+    else
       fmt::print("{:<62} oneDNN has no JIT kernel for it on this CPU\n", label);
-      continue;
-    }
-    compare(
-        label, x, w, b,
-        [&](auto& xi, auto& wi, auto& bi) {
-          return at::conv_transpose2d(xi, wi, bi, s.stride, s.padding);
-        },
-        [&](auto& xi, auto& wi, auto& bi) {
-          return detkit::ops::onednn_conv_transpose2d(xi, wi, bi, s.stride, s.padding);
-        },
-        repeats);
+    if (detkit::ops::patchwise_conv_transpose2d_applies(x, w, b, {s.stride, s.stride},
+                                                        {s.padding, s.padding}, {0, 0}, {1, 1}, 1))
+      compare(
+          label + " matmul", x, w, b, libtorch,
+          [](auto& xi, auto& wi, auto& bi) {
+            return detkit::ops::patchwise_conv_transpose2d(xi, wi, bi);
+          },
+          repeats);
   }
   return 0;
 }

@@ -115,7 +115,9 @@ struct CountedOp : at::ObserverContext {};
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (active_counter == nullptr || counted_depth > 0) return nullptr;
   const char* name = fn.name();
-  if (std::strcmp(name, "aten::convolution") == 0) {
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    // A gradient's ops (an autograd kernel's matrix products) are not the model's forward.
+  } else if (std::strcmp(name, "aten::convolution") == 0) {
     record_convolution(fn);
   } else if (std::strcmp(name, "detkit::winograd_conv2d") == 0) {
     record_winograd_convolution(fn);
@@ -152,9 +154,10 @@ FlopCounter::FlopCounter(const torch::nn::Module& model) : model_(&model) {
   }
   previous_ = active_counter;
   active_counter = this;
-  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_op_start, &on_op_end)
-                                           .needsInputs(true)
-                                           .scopes({at::RecordScope::FUNCTION}));
+  handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&on_op_start, &on_op_end)
+          .needsInputs(true)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
 }
 
 FlopCounter::~FlopCounter() {

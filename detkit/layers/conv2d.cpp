@@ -30,9 +30,9 @@ std::string conv_algorithm_report(ConvAlgorithm algorithm) {
   if (algorithm == ConvAlgorithm::kDirect)
     return "convolutions: libtorch's kernels (CONV_ALGORITHM direct)";
   const std::string transposed =
-      "; transposed convolutions' gradients on oneDNN's deconvolution kernels where it has JIT "
-      "ones for the shape, in inference those whose stride equals their kernel as one matrix "
-      "product (CONV_ALGORITHM auto)";
+      "; transposed convolutions whose stride equals their kernel as matrix products (forward and "
+      "gradients), the others' gradients on oneDNN's deconvolution kernels where it has JIT ones "
+      "for the shape (CONV_ALGORITHM auto)";
   if (!ops::winograd_conv2d_available())
     return "convolutions: libtorch's direct kernels (oneDNN has no Winograd kernels on this CPU; "
            "they need AVX-512)" +

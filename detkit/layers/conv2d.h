@@ -99,10 +99,10 @@ TORCH_MODULE(Conv2d);
 ///   convolution, and all of them on CPUs without AVX-512, runs at::conv2d. In training, a ResNet
 ///   with BN or FrozenBN (and an FPN on it) keeps its maps in oneDNN's blocked layout and runs
 ///   its convolutions and BatchNorms there (ResNet::blocked_maps, ops/blocked_maps.h). Transposed
-///   convolutions (layers/conv_transpose2d.h) run their gradients on oneDNN's deconvolution
-///   kernels where it has JIT ones for the shape (ops/onednn_conv_transpose2d.h), in inference
-///   those whose stride equals their kernel as one matrix product
-///   (ops/patchwise_conv_transpose2d.h), at::conv_transpose2d elsewhere.
+///   convolutions (layers/conv_transpose2d.h) whose stride equals their kernel run as one matrix
+///   product, their gradients as two (ops/patchwise_conv_transpose2d.h); the others run their
+///   gradients on oneDNN's deconvolution kernels where it has JIT ones for the shape
+///   (ops/onednn_conv_transpose2d.h), at::conv_transpose2d elsewhere.
 /// - kDirect ("direct"): at::conv2d and at::conv_transpose2d everywhere, libtorch's (and
 ///   PyTorch's) own kernels.
 enum class ConvAlgorithm { kAuto, kDirect };

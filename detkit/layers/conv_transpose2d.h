@@ -7,11 +7,11 @@
 
 namespace detkit::layers {
 
-/// deconv->forward(x), the same values up to float32 rounding. Under CONV_ALGORITHM auto, when
-/// gradients are wanted, its backward passes run on oneDNN's deconvolution kernels where they
-/// apply (ops/onednn_conv_transpose2d.h); without gradients (inference), one whose stride equals
-/// its kernel (the mask head's 2x2 upsampling) runs as one matrix product
-/// (ops/patchwise_conv_transpose2d.h); otherwise, and under direct, libtorch's.
+/// deconv->forward(x), the same values up to float32 rounding. Under CONV_ALGORITHM auto, one
+/// whose stride equals its kernel (the mask head's 2x2 upsampling) runs as one matrix product,
+/// and its gradients as two (ops/patchwise_conv_transpose2d.h); where gradients are wanted, the
+/// others (the keypoint head's) run their backward passes on oneDNN's deconvolution kernels where
+/// they apply (ops/onednn_conv_transpose2d.h); otherwise, and under direct, libtorch's.
 at::Tensor conv_transpose2d(torch::nn::ConvTranspose2d& deconv, const at::Tensor& x);
 
 }  // namespace detkit::layers

@@ -3,8 +3,10 @@
 // writes its own k x k patch of the output, so the whole op is one matrix product, (N*H*W, C) x
 // (C, k*k*O), and a reordering of its result into (N, O, H*k, W*k). libtorch 1.13's CPU kernel
 // (slow_conv_transpose2d) runs a small GEMM and a single-threaded col2im per image instead: the
-// mask head's 2x2 upsampling of 100 ROIs at inference. Results differ from at::conv_transpose2d
-// by float32 rounding only (tests/ops/test_patchwise_conv_transpose2d.cpp prints how much).
+// mask head's 2x2 upsampling. Its gradients are two matrix products on the same (pixel, patch)
+// matrix of the output's gradient (ops/autograd/patchwise_conv_transpose2d.cpp). Results differ
+// from at::conv_transpose2d's by float32 rounding only (tests/ops/test_patchwise_conv_transpose2d.cpp
+// prints how much).
 #include <ATen/core/Tensor.h>
 
 namespace detkit::ops {

@@ -148,8 +148,8 @@ TEST(FlopCounter, ResNet50MatchesClosedFormUnderEitherConvAlgorithmAndLayout) {
   layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto);
 }
 
-// Under CONV_ALGORITHM auto, in training, the mask head's upsampling runs as
-// ops::onednn_conv_transpose2d (where oneDNN has JIT kernels for it): counted the same.
+// Under CONV_ALGORITHM auto the mask head's upsampling runs as ops::patchwise_conv_transpose2d,
+// its gradients as matrix products: counted the same as libtorch's, forward only.
 TEST(FlopCounter, TransposedConvCountedTheSameUnderEitherConvAlgorithm) {
   torch::nn::ConvTranspose2d deconv(torch::nn::ConvTranspose2dOptions(32, 16, 2).stride(2));
   at::Tensor x = torch::rand({3, 32, 14, 14}).requires_grad_(true);
@@ -162,8 +162,7 @@ TEST(FlopCounter, TransposedConvCountedTheSameUnderEitherConvAlgorithm) {
     EXPECT_EQ(counter.total(), 3 * 2048 * 196);
   }
   layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto);
-  // In inference, as ops::patchwise_conv_transpose2d (stride = kernel): counted the same, and
-  // charged to the module.
+  // In inference too: counted the same, and charged to the module.
   FlopCounter counter(*deconv);
   torch::NoGradGuard no_grad;
   layers::conv_transpose2d(deconv, x.detach());

@@ -1,7 +1,7 @@
 // detkit::ops::patchwise_conv_transpose2d: a transposed convolution whose stride equals its kernel
 // as one matrix product, against float64 at::conv_transpose2d next to float32
-// at::conv_transpose2d's own distance from it, and when it applies (layers/test_conv_transpose2d.cpp:
-// layers::conv_transpose2d runs it in inference only).
+// at::conv_transpose2d's own distance from it, its gradients likewise, and when it applies
+// (layers/test_conv_transpose2d.cpp: where layers::conv_transpose2d runs it).
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "detkit/ops/patchwise_conv_transpose2d.h"
 #include "tests/support/tensor_compare.h"
@@ -18,12 +19,9 @@ using detkit::testing::relative_error;
 namespace detkit::ops {
 namespace {
 
-// max |a - ref| / max |ref|
-
-bool applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-             at::IntArrayRef stride, at::IntArrayRef padding = {0, 0},
-             at::IntArrayRef output_padding = {0, 0}, at::IntArrayRef dilation = {1, 1},
-             int64_t groups = 1) {
+bool applies(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, at::IntArrayRef stride,
+             at::IntArrayRef padding = {0, 0}, at::IntArrayRef output_padding = {0, 0},
+             at::IntArrayRef dilation = {1, 1}, int64_t groups = 1) {
   return patchwise_conv_transpose2d_applies(x, w, b, stride, padding, output_padding, dilation,
                                             groups);
 }
@@ -46,9 +44,9 @@ TEST(PatchwiseConvTranspose2d, AgreesWithConvTranspose2dWithinFloat32Rounding) {
     const at::Tensor w = torch::randn({k.c, k.o, k.kh, k.kw}) / std::sqrt(double(k.c));
     const at::Tensor b = k.bias ? torch::randn({k.o}) : at::Tensor();
     ASSERT_TRUE(applies(x, w, b, {k.kh, k.kw}));
-    const at::Tensor exact = at::conv_transpose2d(x.to(at::kDouble), w.to(at::kDouble),
-                                                  k.bias ? b.to(at::kDouble) : at::Tensor(),
-                                                  {k.kh, k.kw});
+    const at::Tensor exact =
+        at::conv_transpose2d(x.to(at::kDouble), w.to(at::kDouble),
+                             k.bias ? b.to(at::kDouble) : at::Tensor(), {k.kh, k.kw});
     const at::Tensor ours = patchwise_conv_transpose2d(x, w, b);
     const at::Tensor libtorch = at::conv_transpose2d(x, w, b, {k.kh, k.kw});
     ASSERT_EQ(ours.sizes(), exact.sizes());
@@ -68,17 +66,88 @@ TEST(PatchwiseConvTranspose2d, AgreesWithConvTranspose2dWithinFloat32Rounding) {
   }
 }
 
+// The gradients of the input, weight and bias, for grad_output in either memory format, against
+// float64 at::conv_transpose2d's autograd, next to float32 at::conv_transpose2d's distance.
+TEST(PatchwiseConvTranspose2d, GradientsAgreeWithConvTranspose2dWithinFloat32Rounding) {
+  torch::manual_seed(3);
+  struct Case {
+    int64_t n, c, o, h, w, kh, kw;
+    bool bias, channels_last_grad;
+  };
+  const Case cases[] = {{24, 128, 128, 14, 14, 2, 2, true, true},  // the demo's mask head
+                        {5, 64, 32, 14, 14, 2, 2, true, false},
+                        {3, 5, 7, 4, 6, 3, 3, false, false},
+                        {2, 9, 4, 5, 3, 2, 3, true, true}};
+  for (const Case& k : cases) {
+    const at::Tensor x = torch::randn({k.n, k.c, k.h, k.w});
+    const at::Tensor w = torch::randn({k.c, k.o, k.kh, k.kw}) / std::sqrt(double(k.c));
+    const at::Tensor b = k.bias ? torch::randn({k.o}) : at::Tensor();
+    at::Tensor g = torch::randn({k.n, k.o, k.h * k.kh, k.w * k.kw});
+    if (k.channels_last_grad) g = g.contiguous(at::MemoryFormat::ChannelsLast);
+    // Gradients of (input, weight, bias) of `conv` at x, w, b converted to `type`.
+    auto gradients = [&](at::ScalarType type, auto conv) {
+      auto leaf = [type](const at::Tensor& t) { return t.to(type).clone().requires_grad_(); };
+      std::vector<at::Tensor> leaves = {leaf(x), leaf(w)};
+      if (k.bias) leaves.push_back(leaf(b));
+      const at::Tensor out = conv(leaves[0], leaves[1], k.bias ? leaves[2] : at::Tensor());
+      out.backward(g.to(type));
+      std::vector<at::Tensor> grads;
+      for (const auto& t : leaves) grads.push_back(t.grad());
+      return grads;
+    };
+    auto libtorch_conv = [&](const at::Tensor& xi, const at::Tensor& wi, const at::Tensor& bi) {
+      return at::conv_transpose2d(xi, wi, bi, {k.kh, k.kw});
+    };
+    const auto exact = gradients(at::kDouble, libtorch_conv);
+    const auto libtorch = gradients(at::kFloat, libtorch_conv);
+    const auto ours =
+        gradients(at::kFloat, [](const at::Tensor& xi, const at::Tensor& wi, const at::Tensor& bi) {
+          return patchwise_conv_transpose2d(xi, wi, bi);
+        });
+    const char* names[] = {"input", "weight", "bias"};
+    for (size_t i = 0; i < exact.size(); ++i) {
+      ASSERT_TRUE(ours[i].defined()) << names[i];
+      ASSERT_EQ(ours[i].sizes(), exact[i].sizes()) << names[i];
+      const double error = relative_error(ours[i], exact[i]);
+      const double theirs = relative_error(libtorch[i], exact[i]);
+      std::cout << "(" << k.n << ", " << k.c << ", " << k.h << ", " << k.w << ") -> " << k.o
+                << " channels, kernel " << k.kh << "x" << k.kw << ", grad_output "
+                << (k.channels_last_grad ? "channels-last" : "NCHW") << ": " << names[i]
+                << " gradient's max difference from float64 " << error
+                << " of the largest value (at::conv_transpose2d float32: " << theirs << ")\n";
+      EXPECT_LT(error, 1e-5) << names[i];
+      EXPECT_LT(error, 10 * theirs + 1e-7) << names[i];
+    }
+    EXPECT_TRUE(ours[0].is_contiguous());  // the input's memory format
+  }
+}
+
+// Only the gradients autograd asks for are computed; a channels-last input gets a channels-last
+// gradient.
+TEST(PatchwiseConvTranspose2d, GradientsFollowWhatAutogradAsksFor) {
+  const at::Tensor x = torch::randn({2, 8, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w = torch::randn({8, 4, 2, 2}).requires_grad_();
+  const at::Tensor b = torch::randn({4});
+  patchwise_conv_transpose2d(x, w, b).sum().backward();
+  EXPECT_TRUE(w.grad().defined());
+  EXPECT_FALSE(x.grad().defined());
+  const at::Tensor xg = x.clone().requires_grad_();
+  patchwise_conv_transpose2d(xg, w.detach(), at::Tensor()).square().sum().backward();
+  ASSERT_TRUE(xg.grad().defined());
+  EXPECT_TRUE(xg.grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+}
+
 TEST(PatchwiseConvTranspose2d, AppliesOnlyWhereEachPixelWritesItsOwnPatch) {
   const at::Tensor x = torch::randn({2, 4, 5, 5}), w = torch::randn({4, 3, 2, 2});
   const at::Tensor b = torch::randn({3});
   EXPECT_TRUE(applies(x, w, b, {2, 2}));
   EXPECT_TRUE(applies(x, w, at::Tensor(), {2, 2}));
-  EXPECT_FALSE(applies(x, w, b, {1, 1}));            // patches overlap
-  EXPECT_FALSE(applies(x, w, b, {2, 2}, {1, 1}));    // padding crops them
+  EXPECT_FALSE(applies(x, w, b, {1, 1}));          // patches overlap
+  EXPECT_FALSE(applies(x, w, b, {2, 2}, {1, 1}));  // padding crops them
   EXPECT_FALSE(applies(x, w, b, {2, 2}, {0, 0}, {1, 1}));
   EXPECT_FALSE(applies(x, w, b, {2, 2}, {0, 0}, {0, 0}, {2, 2}));
   EXPECT_FALSE(applies(x, torch::randn({4, 1, 2, 2}), torch::randn({2}), {2, 2}, {0, 0}, {0, 0},
-                       {1, 1}, 2));                  // groups
+                       {1, 1}, 2));  // groups
   // The keypoint head's 4x4 stride 2 padding 1 upsampling.
   EXPECT_FALSE(applies(x, torch::randn({4, 3, 4, 4}), b, {2, 2}, {1, 1}));
   EXPECT_FALSE(applies(x.to(at::kBFloat16), w.to(at::kBFloat16), b.to(at::kBFloat16), {2, 2}));
@@ -103,7 +172,9 @@ TEST(PatchwiseConvTranspose2d, ShapesThatDoNotFitAreNamedErrors) {
     return std::string("no error");
   };
   // Weight channels that are not the input's.
-  EXPECT_NE(message([&] { patchwise_conv_transpose2d(x, torch::randn({3, 2, 2, 2}), at::Tensor()); })
+  EXPECT_NE(message([&] {
+              patchwise_conv_transpose2d(x, torch::randn({3, 2, 2, 2}), at::Tensor());
+            })
                 .find("input (N, C, H, W) and weight (C, O, kh, kw) needed, got [2, 4, 5, 5] and "
                       "[3, 2, 2, 2]"),
             std::string::npos);

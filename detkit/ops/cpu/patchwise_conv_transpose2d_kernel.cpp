@@ -2,7 +2,10 @@
 // its kernel as one matrix product over every pixel of every image, then one copy (with the bias
 // added) into a channels-last result. Columns are ordered (i, j, o), so that copy moves runs of O
 // contiguous channels: ordered (o, i, j), a copy into NCHW gathered 2 floats at a time from 4 KiB
-// apart and took longer than the product (the mask head at 512x384, AMD EPYC Zen 5).
+// apart and took longer than the product (the mask head at 512x384, AMD EPYC Zen 5). The
+// gradients are the same product transposed, on the same (pixel, (i, j, o)) matrix of grad_output.
+#include "detkit/ops/cpu/patchwise_conv_transpose2d_kernel.h"
+
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -13,7 +16,8 @@ at::Tensor patchwise_conv_transpose2d_kernel(const at::Tensor& input, const at::
                                              const c10::optional<at::Tensor>& bias) {
   TORCH_CHECK(input.dim() == 4 && weight.dim() == 4 && weight.size(0) == input.size(1),
               "patchwise_conv_transpose2d: input (N, C, H, W) and weight (C, O, kh, kw) needed, "
-              "got ", input.sizes(), " and ", weight.sizes());
+              "got ",
+              input.sizes(), " and ", weight.sizes());
   const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
   const int64_t o = weight.size(1), kh = weight.size(2), kw = weight.size(3);
   const bool with_bias = bias.has_value() && bias->defined();
@@ -37,6 +41,42 @@ at::Tensor patchwise_conv_transpose2d_kernel(const at::Tensor& input, const at::
 }
 
 }  // namespace
+
+namespace cpu {
+
+ConvGrads patchwise_conv_transpose2d_backward(const at::Tensor& grad_output,
+                                              const at::Tensor& input, const at::Tensor& weight,
+                                              bool with_bias, std::array<bool, 3> needed) {
+  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t o = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+  TORCH_CHECK(grad_output.dim() == 4 && grad_output.size(0) == n && grad_output.size(1) == o &&
+                  grad_output.size(2) == h * kh && grad_output.size(3) == w * kw,
+              "patchwise_conv_transpose2d backward: grad_output ", grad_output.sizes(),
+              " is not the output of input ", input.sizes(), " and weight ", weight.sizes());
+  // Row (image, y, x), column (i, j, o): grad_output (image, o, y * kh + i, x * kw + j), one copy
+  // (runs of O channels where grad_output is channels-last).
+  const at::Tensor patches =
+      at::empty({n, h, w, kh, kw, o}, grad_output.options())
+          .copy_(grad_output.reshape({n, o, h, kh, w, kw}).permute({0, 2, 4, 3, 5, 1}))
+          .view({n * h * w, kh * kw * o});
+  ConvGrads grads;
+  if (needed[0]) {
+    const at::Tensor columns = weight.permute({0, 2, 3, 1}).reshape({c, kh * kw * o});  // (i, j, o)
+    grads.input = at::mm(patches, columns.t())
+                      .view({n, h, w, c})
+                      .permute({0, 3, 1, 2})
+                      .contiguous(input.suggest_memory_format());
+  }
+  if (needed[1]) {
+    const at::Tensor rows = input.permute({0, 2, 3, 1}).reshape({n * h * w, c});
+    grads.weight =
+        at::mm(rows.t(), patches).view({c, kh, kw, o}).permute({0, 3, 1, 2}).contiguous();
+  }
+  if (with_bias && needed[2]) grads.bias = patches.view({-1, o}).sum(0);
+  return grads;
+}
+
+}  // namespace cpu
 
 TORCH_LIBRARY_IMPL(detkit, CPU, m) {
   m.impl("patchwise_conv_transpose2d", TORCH_FN(patchwise_conv_transpose2d_kernel));
