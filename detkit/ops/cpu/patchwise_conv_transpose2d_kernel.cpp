@@ -12,22 +12,30 @@
 namespace detkit::ops {
 namespace {
 
+/// The input (N, C, H, W) as rows (image, y, x) of C channels: a view where it is channels-last.
+at::Tensor pixel_rows(const at::Tensor& input) {
+  return input.permute({0, 2, 3, 1}).reshape({-1, input.size(1)});
+}
+
+/// The weight (C, O, kh, kw) as C rows of columns (i, j, o).
+at::Tensor patch_columns(const at::Tensor& weight) {
+  return weight.permute({0, 2, 3, 1}).reshape({weight.size(0), -1});
+}
+
 at::Tensor patchwise_conv_transpose2d_kernel(const at::Tensor& input, const at::Tensor& weight,
                                              const c10::optional<at::Tensor>& bias) {
   TORCH_CHECK(input.dim() == 4 && weight.dim() == 4 && weight.size(0) == input.size(1),
               "patchwise_conv_transpose2d: input (N, C, H, W) and weight (C, O, kh, kw) needed, "
               "got ",
               input.sizes(), " and ", weight.sizes());
-  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t n = input.size(0), h = input.size(2), w = input.size(3);
   const int64_t o = weight.size(1), kh = weight.size(2), kw = weight.size(3);
   const bool with_bias = bias.has_value() && bias->defined();
   TORCH_CHECK(!with_bias || (bias->dim() == 1 && bias->size(0) == o),
               "patchwise_conv_transpose2d: bias must be (", o, "), got ", bias->sizes());
-  // Row (image, y, x) holds that pixel's channels: a view where the input is channels-last.
-  const at::Tensor rows = input.permute({0, 2, 3, 1}).reshape({n * h * w, c});
-  const at::Tensor columns = weight.permute({0, 2, 3, 1}).reshape({c, kh * kw * o});  // (i, j, o)
   // Entry (image, y, x, i, j, o) is output (image, o, y * kh + i, x * kw + j).
-  const at::Tensor patches = at::mm(rows, columns).view({n, h, w, kh, kw, o});
+  const at::Tensor patches =
+      at::mm(pixel_rows(input), patch_columns(weight)).view({n, h, w, kh, kw, o});
   at::Tensor out = at::empty({n, o, h * kh, w * kw},
                              input.options().memory_format(at::MemoryFormat::ChannelsLast));
   // The result's memory as (image, y, i, x, j, o), and the product read in that order.
@@ -61,16 +69,16 @@ ConvGrads patchwise_conv_transpose2d_backward(const at::Tensor& grad_output,
           .view({n * h * w, kh * kw * o});
   ConvGrads grads;
   if (needed[0]) {
-    const at::Tensor columns = weight.permute({0, 2, 3, 1}).reshape({c, kh * kw * o});  // (i, j, o)
-    grads.input = at::mm(patches, columns.t())
+    grads.input = at::mm(patches, patch_columns(weight).t())
                       .view({n, h, w, c})
                       .permute({0, 3, 1, 2})
                       .contiguous(input.suggest_memory_format());
   }
   if (needed[1]) {
-    const at::Tensor rows = input.permute({0, 2, 3, 1}).reshape({n * h * w, c});
-    grads.weight =
-        at::mm(rows.t(), patches).view({c, kh, kw, o}).permute({0, 3, 1, 2}).contiguous();
+    grads.weight = at::mm(pixel_rows(input).t(), patches)
+                       .view({c, kh, kw, o})
+                       .permute({0, 3, 1, 2})
+                       .contiguous();
   }
   if (with_bias && needed[2]) grads.bias = patches.view({-1, o}).sum(0);
   return grads;
