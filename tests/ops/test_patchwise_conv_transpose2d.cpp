@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "detkit/ops/cpu/patchwise_conv_transpose2d_kernel.h"
 #include "detkit/ops/patchwise_conv_transpose2d.h"
 #include "tests/support/tensor_compare.h"
 
@@ -122,19 +123,29 @@ TEST(PatchwiseConvTranspose2d, GradientsAgreeWithConvTranspose2dWithinFloat32Rou
   }
 }
 
-// Only the gradients autograd asks for are computed; a channels-last input gets a channels-last
-// gradient.
+// Only the gradients asked for are computed (autograd's needs_input_grad, passed as `needed`);
+// a channels-last input gets a channels-last gradient.
 TEST(PatchwiseConvTranspose2d, GradientsFollowWhatAutogradAsksFor) {
   const at::Tensor x = torch::randn({2, 8, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast);
-  const at::Tensor w = torch::randn({8, 4, 2, 2}).requires_grad_();
-  const at::Tensor b = torch::randn({4});
-  patchwise_conv_transpose2d(x, w, b).sum().backward();
-  EXPECT_TRUE(w.grad().defined());
-  EXPECT_FALSE(x.grad().defined());
-  const at::Tensor xg = x.clone().requires_grad_();
-  patchwise_conv_transpose2d(xg, w.detach(), at::Tensor()).square().sum().backward();
+  const at::Tensor w = torch::randn({8, 4, 2, 2});
+  const at::Tensor g = torch::randn({2, 4, 10, 10});
+  const auto weight_only =
+      cpu::patchwise_conv_transpose2d_backward(g, x, w, /*with_bias=*/true, {false, true, false});
+  EXPECT_FALSE(weight_only.input.defined());
+  ASSERT_TRUE(weight_only.weight.defined());
+  EXPECT_FALSE(weight_only.bias.defined());
+  const auto all = cpu::patchwise_conv_transpose2d_backward(g, x, w, true, {true, true, true});
+  EXPECT_TRUE(all.weight.equal(weight_only.weight));
+  ASSERT_TRUE(all.bias.defined());
+  EXPECT_LT(relative_error(all.bias, g.sum({0, 2, 3})), 1e-6);
+  EXPECT_TRUE(all.input.is_contiguous(at::MemoryFormat::ChannelsLast));
+  // Through autograd: the bias is not a leaf that wants a gradient, the input and weight are.
+  const at::Tensor xg = x.clone().requires_grad_(), wg = w.clone().requires_grad_();
+  patchwise_conv_transpose2d(xg, wg, torch::randn({4})).backward(g);
   ASSERT_TRUE(xg.grad().defined());
   EXPECT_TRUE(xg.grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(xg.grad().equal(all.input));
+  EXPECT_TRUE(wg.grad().equal(all.weight));
 }
 
 TEST(PatchwiseConvTranspose2d, AppliesOnlyWhereEachPixelWritesItsOwnPatch) {
@@ -181,6 +192,15 @@ TEST(PatchwiseConvTranspose2d, ShapesThatDoNotFitAreNamedErrors) {
   EXPECT_NE(message([&] {
               patchwise_conv_transpose2d(x, torch::randn({4, 3, 2, 2}), torch::randn({5}));
             }).find("bias must be (3), got [5]"),
+            std::string::npos);
+  // A gradient that is not the forward's output: named, with both shapes.
+  EXPECT_NE(message([&] {
+              cpu::patchwise_conv_transpose2d_backward(torch::randn({2, 3, 10, 9}), x,
+                                                       torch::randn({4, 3, 2, 2}), false,
+                                                       {true, true, false});
+            })
+                .find("grad_output [2, 3, 10, 9] is not the output of input [2, 4, 5, 5] and "
+                      "weight [4, 3, 2, 2]"),
             std::string::npos);
 }
 
