@@ -7,20 +7,14 @@ target_precompile_headers(detkit_torch_pch PRIVATE <torch/torch.h>)
 
 set(DETKIT_SHARED_DIR "${PROJECT_SOURCE_DIR}/../shared" CACHE PATH "Shared data and fixtures (read-only)")
 
-# Python with torchvision, the parity oracle: Debian's python3, not whatever is first on PATH.
+# Python with torchvision, the parity oracle: DETKIT_PYTHON (cmake/find_torch.cmake) where it
+# imports torchvision; empty otherwise (the oracle tests then skip, saying so).
 set(DETKIT_ORACLE_PYTHON "" CACHE FILEPATH "Python interpreter that imports torchvision")
 if(NOT DETKIT_ORACLE_PYTHON)
-  foreach(candidate /usr/bin/python3 python3)
-    find_program(_py NAMES ${candidate} NO_CACHE)
-    if(_py)
-      execute_process(COMMAND ${_py} -c "import torchvision" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
-      if(_rc EQUAL 0)
-        set(DETKIT_ORACLE_PYTHON ${_py})
-        break()
-      endif()
-    endif()
-    unset(_py)
-  endforeach()
+  execute_process(COMMAND ${DETKIT_PYTHON} -c "import torchvision" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(DETKIT_ORACLE_PYTHON ${DETKIT_PYTHON})
+  endif()
 endif()
 message(STATUS "detkit parity oracle python: ${DETKIT_ORACLE_PYTHON}")
 

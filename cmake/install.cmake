@@ -27,4 +27,5 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/detkitConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/detkitConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/detkitConfig.cmake ${PROJECT_BINARY_DIR}/detkitConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/system_headers_first.cmake
         DESTINATION ${detkit_cmake_dir})

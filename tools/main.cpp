@@ -5,17 +5,14 @@
 #include <iostream>
 
 #include "detkit/utils/allocator.h"
-#include "detkit/utils/blas.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/logging.h"
 #include "detkit/utils/stop_signal.h"
 #include "detkit/utils/threads.h"
+#include "detkit/utils/torch_build.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
-  // Before anything else: start again with the right OpenBLAS kernels on a CPU OpenBLAS does not
-  // know, and with its OpenMP build where the pthreads one was loaded.
-  detkit::restart_with_better_blas(argv);
   detkit::configure_allocator();
   detkit::ignore_file_size_signal();  // a full disk is an error naming the file, not a kill
   detkit::setup_logging();
@@ -46,9 +43,7 @@ int main(int argc, char** argv) {
   }
   try {
     detkit::configure_threads(num_threads);
-    spdlog::info("{}", detkit::blas_kernel_report());
-    if (const auto warning = detkit::narrower_openblas_kernels_warning())
-      spdlog::warn("{}", *warning);
+    spdlog::info("{}", detkit::torch_build_report());  // its BLAS, oneDNN and OpenMP team
     for (auto& run : commands) {
       int code = run();
       if (code >= 0) return code;

@@ -18,7 +18,6 @@ that remain between the two setups.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -211,16 +210,6 @@ def main():
         with open(made, "w") as f:
             f.write(args.image_size)
     env = dict(os.environ, DETKIT_DATASETS=args.work_dir)
-    # Both sides on the same OpenBLAS kernels: detkit restarts itself with OPENBLAS_CORETYPE set
-    # where OpenBLAS picks generic ones, so the peer gets the kernels detkit reports it runs.
-    if not env.get("OPENBLAS_CORETYPE"):
-        report = subprocess.run([args.detkit, "config", "--config-file",
-                                 os.path.join(REPO, CONFIGS["mask"])], env=env,
-                                capture_output=True, text=True).stderr
-        chosen = re.search(r"kernels (\w+) \(OPENBLAS_CORETYPE set by detkit", report)
-        if chosen:
-            env["OPENBLAS_CORETYPE"] = chosen.group(1)
-            print(f"both sides on OpenBLAS's {chosen.group(1)} kernels", file=sys.stderr)
 
     plan = [(task, model) for task in args.tasks.split(",") for model in args.models.split(",")
             if not (task == "data" and model != "mask")]  # one loader row: with masks

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""compare_runtimes.py DETKIT OPS_LIBRARY NODE_MODULES SHARED [--fixture NAME] [--images N]
-                      [--window A:B] [--size MIN:MAX]
+"""compare_runtimes.py DETKIT OPS_LIBRARY SHARED [--fixture NAME] [--images N] [--window A:B]
+                      [--size MIN:MAX]
 
 An exported model in the runtimes it is exported for, beside detkit's own inference, on the same
 images (the first N of coco_tiny's val2017, default 30, one at a time), with a Detectron2
@@ -8,7 +8,8 @@ fixture's model (default the Mask R-CNN one) at its test size or at --size:
   detkit benchmark --task eval: detkit's engine over the mapped images (the C++ loop);
   model.ts from Debian's Python (torch.jit.load, libdetkit_ops.so loaded), on the same mapped
     images (PIL, as Detectron2's test mapper);
-  model.onnx in ONNX Runtime (onnxruntime-node, tests/export/run_onnx.js), on the same images.
+  model.onnx in ONNX Runtime (PyPI's onnxruntime, requirements.txt, in this process: CPU
+    provider, as tests/export/check_export.py runs it), on the same mapped images.
 Images A..B-1 are timed (default 5:N); the first ones warm each runtime up. Every runtime uses all
 the machine's cores (its own default). Prints images/s side by side and the ratios to detkit."""
 import argparse
@@ -26,7 +27,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "parity"))
 sys.path.insert(0, EXPORT_TESTS)
 import torch  # noqa: E402
 
-from check_export import write_runner_inputs  # noqa: E402
+from check_export import run_onnxruntime  # noqa: E402
 from oracle_preprocessing import map_image  # noqa: E402
 
 
@@ -47,13 +48,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("detkit")
     parser.add_argument("ops_library")
-    parser.add_argument("node_modules")
     parser.add_argument("shared")
     parser.add_argument("--fixture", default="detectron2")
     parser.add_argument("--images", type=int, default=30)
     parser.add_argument("--window", default=None)
     parser.add_argument("--size", default=None, help="MIN:MAX test size (default the fixture's)")
     args = parser.parse_args()
+    try:  # before the minutes of detkit's own run
+        import onnxruntime
+    except ImportError as e:
+        sys.exit(f"the Python package onnxruntime (PyPI; requirements.txt pins it) cannot be "
+                 f"imported by {sys.executable}: {e}")
     begin, end = (int(v) for v in (args.window or f"5:{args.images}").split(":"))
     fixture = f"{args.shared}/fixtures/{args.fixture}"
     val = f"{args.shared}/data/coco_tiny/val2017"
@@ -95,11 +100,8 @@ def main():
                         elapsed += time.perf_counter() - start
             torchscript[threads] = (end - begin) / elapsed
 
-        write_runner_inputs(inputs, f"{tmp}/in")
-        subprocess.run(["node", os.path.join(EXPORT_TESTS, "run_onnx.js"),
-                        f"{tmp}/export/model.onnx", f"{tmp}/in", f"{tmp}/out"], check=True,
-                       capture_output=True, env=dict(os.environ, NODE_PATH=args.node_modules))
-        ms = [json.load(open(f"{tmp}/out/{k:03d}.json"))["milliseconds"] for k in range(begin, end)]
+        runs = run_onnxruntime(f"{tmp}/export/model.onnx", inputs, verbose=False)
+        ms = [ms for _, ms in runs[begin:end]]
         onnx = (end - begin) / (sum(ms) / 1000)
 
     size = args.size or f"{model.min_size_test}:{model.max_size_test}"
@@ -110,7 +112,8 @@ def main():
     for threads, speed in torchscript.items():
         print(f"  model.ts, Python torch.jit ({threads} threads): {speed:.2f} images/s"
               f" ({speed / detkit:.2f}x detkit's)")
-    print(f"  model.onnx, ONNX Runtime 1.30 (default threads): {onnx:.2f} images/s"
+    print(f"  model.onnx, ONNX Runtime {onnxruntime.__version__} (default threads): "
+          f"{onnx:.2f} images/s"
           f" ({onnx / detkit:.2f}x detkit's)")
 
 

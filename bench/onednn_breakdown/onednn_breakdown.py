@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Where a training step's oneDNN time goes, measured in place: every convolution, deconvolution
-and reorder oneDNN executes, timed by oneDNN itself (ONEDNN_VERBOSE=1), per iteration.
+and reorder libtorch runs on its oneDNN, timed by oneDNN itself (ONEDNN_VERBOSE=1), per iteration.
 
     onednn_breakdown.py [--config-file F] [--iters 4] [--extra 4] [--top 25] [-- OPTS...]
     onednn_breakdown.py --log VERBOSE.log --per 7    (a log written beforehand: calls / 7)
@@ -10,7 +10,7 @@ per iteration are the longer run's excess over EXTRA, each at the median time of
 shape (one call in a few hundred stalls, 20x its median: not steady state). Unlike
 `--profile`, it adds no per-op overhead (the step time is within noise of a plain run). Prints the
 time per primitive kind and the costliest primitives by shape, with each convolution's GFLOPS
-(2 flops per multiply-add of the direct convolution, also for Winograd's).
+(2 flops per multiply-add of the direct convolution).
 """
 import argparse
 import collections
@@ -21,6 +21,11 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What starts an `exec` line: oneDNN 3's, which torch 2.11 writes ("onednn_verbose,v1,primitive,
+# exec,cpu,...", also read without the "v1,"), and oneDNN 2's ("onednn_verbose,exec,cpu,..." or
+# "dnnl_verbose,exec,cpu,..."), for logs written beforehand. The fields after it are the same.
+EXEC_PREFIXES = ("onednn_verbose,v1,primitive,exec,", "onednn_verbose,primitive,exec,",
+                 "onednn_verbose,exec,", "dnnl_verbose,exec,")
 
 
 def direct_flops(problem):
@@ -35,12 +40,13 @@ def direct_flops(problem):
 
 def parse(lines):
     """(kind, propagation, implementation, layouts, problem) -> the milliseconds of each call, for
-    every `exec` line of oneDNN's verbose output (prefix onednn_verbose or dnnl_verbose)."""
+    every `exec` line of oneDNN's verbose output (EXEC_PREFIXES)."""
     rows = collections.defaultdict(list)
     for line in lines:
-        if not line.startswith(("onednn_verbose,exec,", "dnnl_verbose,exec,")):
+        prefix = next((p for p in EXEC_PREFIXES if line.startswith(p)), None)
+        if prefix is None:
             continue
-        f = line.rstrip("\n").split(",")
+        f = ["verbose", "exec"] + line[len(prefix):].rstrip("\n").split(",")
         if len(f) < 10:
             continue
         rows[(f[3], f[5], f[4], f[6], f[-2])].append(float(f[-1]))

@@ -5,9 +5,9 @@ What a prediction costs from Python against the CLI, on the same images (the fir
 coco_tiny's val2017, default 40) with the Mask R-CNN Detectron2 fixture's model at its test size
 (320/480), one image at a time:
   detkit benchmark --task eval: the engine over the mapped images (the C++ loop, its own
-    process: OpenBLAS's OpenMP build, which the CLI restarts itself with);
+    process);
   detkit.engine.DefaultPredictor from Python on the decoded BGR arrays (resize, model,
-    Instances/Boxes; python3-torch's pthreads OpenBLAS);
+    Instances/Boxes);
   detkit._C.Predictor, the native call alone, in the same process: the difference to the line
     above is the Python wrapping (Instances, Boxes).
 Images A..B-1 of the list are timed (default 10:N), as the benchmark's window. Run with

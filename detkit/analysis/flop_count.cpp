@@ -51,35 +51,6 @@ void record_convolution(const at::RecordFunction& fn) {
                          conv_flops(x.sizes(), w.sizes(), out_shape, transposed));
 }
 
-// detkit::winograd_conv2d(input, weight): a 3x3, stride 1, padding 1 convolution, whose output
-// has the input's size. Counted as the direct convolution it replaces (as fvcore counts any).
-void record_winograd_convolution(const at::RecordFunction& fn) {
-  auto inputs = fn.inputs();
-  if (inputs.size() < 2 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
-  const at::Tensor& x = inputs[0].toTensor();
-  const at::Tensor& w = inputs[1].toTensor();
-  active_counter->record("conv", w.data_ptr(), conv_flops(x.sizes(), w.sizes(), x.sizes(), false));
-}
-
-// detkit::blocked_conv2d(input (N, C/16, H, W, 16) or, for plain_to_blocked_conv2d, (N, C, H, W),
-// weight (O, C, k, k), stride, padding, dilation): counted as the convolution of the (N, C, H, W)
-// map it holds.
-void record_blocked_convolution(const at::RecordFunction& fn) {
-  auto inputs = fn.inputs();
-  if (inputs.size() < 5 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
-  const at::Tensor& x = inputs[0].toTensor();
-  const at::Tensor& w = inputs[1].toTensor();
-  if ((x.dim() != 5 && x.dim() != 4) || w.dim() != 4) return;
-  const int64_t stride = inputs[2].toInt(), padding = inputs[3].toInt();
-  const int64_t dilation = inputs[4].toInt();
-  std::vector<int64_t> out_shape = {x.size(0), w.size(0)};
-  for (int64_t d : {2, 3})
-    out_shape.push_back((x.size(d) + 2 * padding - dilation * (w.size(d) - 1) - 1) / stride + 1);
-  active_counter->record(
-      "conv", w.data_ptr(),
-      conv_flops({x.size(0), w.size(1), x.size(2), x.size(3)}, w.sizes(), out_shape, false));
-}
-
 // detkit::patchwise_conv_transpose2d(input (N, C, H, W), weight (C, O, kh, kw), bias): counted
 // as the transposed convolution it replaces.
 void record_patchwise_transposed_convolution(const at::RecordFunction& fn) {
@@ -119,10 +90,6 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     // A gradient's ops (an autograd kernel's matrix products) are not the model's forward.
   } else if (std::strcmp(name, "aten::convolution") == 0) {
     record_convolution(fn);
-  } else if (std::strcmp(name, "detkit::winograd_conv2d") == 0) {
-    record_winograd_convolution(fn);
-  } else if (std::strcmp(name, "detkit::blocked_conv2d") == 0) {
-    record_blocked_convolution(fn);
   } else if (std::strcmp(name, "detkit::patchwise_conv_transpose2d") == 0) {
     record_patchwise_transposed_convolution(fn);
   } else if (std::strcmp(name, "aten::linear") == 0 || std::strcmp(name, "aten::addmm") == 0 ||

@@ -2,9 +2,9 @@
 // FLOPs of convolutions, transposed convolutions and linear layers, counted as fvcore counts
 // them (Detectron2's analyze_model --tasks flop): one multiply-add is one flop. Counting watches
 // the ATen ops a forward pass runs on this thread (RecordFunction callbacks on aten::convolution
-// and detkit::winograd_conv2d, and on aten::linear / addmm / matmul / mm, which nn::Linear runs) and charges each op to the
-// module owning its weight (the op's second matrix; for a layers::Conv2d that folded its norm in
-// for inference, the folded weight it keeps).
+// and detkit::patchwise_conv_transpose2d, and on aten::linear / addmm / matmul / mm, which
+// nn::Linear runs) and charges each op to the module owning its weight (the op's second matrix;
+// for a layers::Conv2d that folded its norm in for inference, the folded weight it keeps).
 #include <torch/nn/module.h>
 
 #include <cstdint>

@@ -31,7 +31,9 @@ void define_model(CfgNode& c) {
   c.define("MODEL.LOAD_PROPOSALS", false);
   c.define("MODEL.MASK_ON", false);
   c.define("MODEL.KEYPOINT_ON", false);
-  c.define("MODEL.DEVICE", DETKIT_DEFAULT_DEVICE);  // Detectron2: "cuda" (see CMakeLists.txt)
+  // Detectron2's default is "cuda". torch 2.11 from PyPI is a CUDA build on every machine, GPU or
+  // not, but detkit's ops have CPU kernels only so far: "cpu" until they have CUDA ones.
+  c.define("MODEL.DEVICE", "cpu");
   c.define("MODEL.META_ARCHITECTURE", "GeneralizedRCNN");
   c.define("MODEL.WEIGHTS", "");
   c.define("MODEL.PIXEL_MEAN", floats({103.530, 116.280, 123.675}));
@@ -262,7 +264,9 @@ void define_misc(CfgNode& c) {
   c.define("OUTPUT_DIR", "./output");
   c.define("SEED", -1);
   c.define("CUDNN_BENCHMARK", false);
-  c.define("CONV_ALGORITHM", "auto");  // detkit's own: auto (Winograd where it pays) | direct
+  // detkit's own: auto (transposed convolutions whose stride is their kernel, the mask head's
+  // upsampling, as matrix products; libtorch's kernels otherwise) | direct (libtorch's always)
+  c.define("CONV_ALGORITHM", "auto");
   c.define("FLOAT32_PRECISION", "");
   c.define("FLUSH_DENORMAL", false);  // detkit's own: flush subnormal floats to zero (x86 FTZ/DAZ)
   c.define("VIS_PERIOD", 0);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <variant>
 
 #include "detkit/layers/conv2d.h"
 #include "detkit/modeling/anchor_generator.h"
@@ -66,7 +67,7 @@ Layers collect_layers(torch::nn::Module& model, ExportPlan& plan) {
       if (!o.norm().empty()) known.insert(name + ".norm");
     } else if (auto* deconv = dynamic_cast<torch::nn::ConvTranspose2dImpl*>(m)) {
       const auto& o = deconv->options;
-      const auto* padding = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+      const auto* padding = std::get_if<torch::ExpandingArray<2>>(&o.padding());
       const bool plain = padding != nullptr && (*padding)->at(0) == (*padding)->at(1) &&
                          o.stride()->at(0) == o.stride()->at(1) && o.groups() == 1 &&
                          o.output_padding()->at(0) == 0 && o.output_padding()->at(1) == 0 &&

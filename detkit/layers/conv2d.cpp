@@ -8,8 +8,6 @@
 #include <tuple>
 
 #include "detkit/layers/norm.h"
-#include "detkit/ops/blocked_maps.h"
-#include "detkit/ops/winograd_conv2d.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::layers {
@@ -29,25 +27,16 @@ ConvAlgorithm conv_algorithm() { return process_conv_algorithm(); }
 std::string conv_algorithm_report(ConvAlgorithm algorithm) {
   if (algorithm == ConvAlgorithm::kDirect)
     return "convolutions: libtorch's kernels (CONV_ALGORITHM direct)";
-  const std::string transposed =
-      "; transposed convolutions whose stride equals their kernel as matrix products (forward and "
-      "gradients), the others' gradients on oneDNN's deconvolution kernels where it has JIT ones "
-      "for the shape (CONV_ALGORITHM auto)";
-  if (!ops::winograd_conv2d_available())
-    return "convolutions: libtorch's direct kernels (oneDNN has no Winograd kernels on this CPU; "
-           "they need AVX-512)" +
-           transposed;
-  return "convolutions: oneDNN's Winograd F(4x4, 3x3) kernels for float32 3x3 stride-1 maps of "
-         "14x14 and more, libtorch's direct kernels for the rest; in training, a BN, FrozenBN or GN "
-         "ResNet and its FPN on oneDNN's kernels in their blocked layout (no reorders)" +
-         transposed;
+  return "convolutions: libtorch's kernels, but transposed convolutions whose stride equals "
+         "their kernel run as matrix products, forward and gradients (CONV_ALGORITHM auto)";
 }
 
 ConvAlgorithm parse_conv_algorithm(const std::string& value) {
   if (value == "auto") return ConvAlgorithm::kAuto;
   if (value == "direct") return ConvAlgorithm::kDirect;
   throw Error("CONV_ALGORITHM '" + value +
-              "' is not one detkit has: \"auto\" (Winograd where it pays) or \"direct\"");
+              "' is not one detkit has: \"auto\" (detkit's matrix-product transposed "
+              "convolutions where they apply) or \"direct\" (libtorch's kernels only)");
 }
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
@@ -63,49 +52,6 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options_(o) {
   }
   norm_ = make_norm(o.norm(), o.out_channels());
   if (!norm_.is_empty()) register_module("norm", norm_.ptr());
-}
-
-at::Tensor Conv2dImpl::forward_blocked(const at::Tensor& x) {
-  return normalize_blocked(convolve_blocked(x));
-}
-
-at::Tensor Conv2dImpl::convolve_blocked(const at::Tensor& x) {
-  const auto& o = options_;
-  TORCH_CHECK(o.groups() == 1, "Conv2d: a blocked map needs one group, got ", o.groups());
-  return ops::is_blocked(x)
-             ? ops::blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(), o.dilation())
-             : ops::plain_to_blocked_conv2d(x, weight_, bias_, o.stride(), o.padding(),
-                                            o.dilation());
-}
-
-at::Tensor Conv2dImpl::normalize_blocked(const at::Tensor& convolved) {
-  return blocked_norm_forward(norm_, convolved, options_.relu());
-}
-
-bool Conv2dImpl::remakes_before(const at::Tensor& convolved, const Conv2dImpl& next) {
-  return normalizes_by_batch(norm_) != nullptr && options_.relu() && ops::is_blocked(convolved) &&
-         next.options_.groups() == 1;
-}
-
-at::Tensor Conv2dImpl::normalize_then_convolve_blocked(const at::Tensor& convolved,
-                                                       Conv2dImpl& next) {
-  if (!remakes_before(convolved, next)) return next.convolve_blocked(normalize_blocked(convolved));
-  const auto& n = next.options_;
-  return ops::blocked_batch_norm_relu_conv2d(
-      convolved, batch_statistics_step(*normalizes_by_batch(norm_)), next.weight_, next.bias_,
-      n.stride(), n.padding(), n.dilation());
-}
-
-at::Tensor Conv2dImpl::normalize_then_forward_blocked(const at::Tensor& convolved,
-                                                      Conv2dImpl& next) {
-  auto* next_bn = normalizes_by_batch(next.norm_);
-  if (next_bn == nullptr || next.options_.relu() || !remakes_before(convolved, next))
-    return next.normalize_blocked(normalize_then_convolve_blocked(convolved, next));
-  const auto& n = next.options_;
-  const ops::BatchNormArgs norm = batch_statistics_step(*normalizes_by_batch(norm_));
-  return ops::blocked_batch_norm_relu_conv2d_batch_norm(convolved, norm, next.weight_, next.bias_,
-                                                        n.stride(), n.padding(), n.dilation(),
-                                                        batch_statistics_step(*next_bn));
 }
 
 bool Conv2dImpl::Source::same_as(const at::Tensor& t) const {
@@ -139,17 +85,11 @@ std::pair<at::Tensor, at::Tensor> Conv2dImpl::weight_and_bias_with_norm() {
 
 at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   const auto& o = options_;
-  if (ops::is_blocked(x)) return forward_blocked(x);
   const bool fold = !at::GradMode::is_enabled() && is_channel_affine(norm_);
   at::Tensor weight = weight_, bias = bias_;
   if (fold) std::tie(weight, bias) = weight_and_bias_with_norm();
-  at::Tensor y =
-      conv_algorithm() == ConvAlgorithm::kAuto &&
-              ops::winograd_conv2d_applies(x, weight, bias, o.stride(), o.padding(), o.dilation(),
-                                           o.groups())
-          ? ops::winograd_conv2d(x, weight, bias)
-          : at::conv2d(x, weight, bias, {o.stride(), o.stride()}, {o.padding(), o.padding()},
-                       {o.dilation(), o.dilation()}, o.groups());
+  at::Tensor y = at::conv2d(x, weight, bias, {o.stride(), o.stride()}, {o.padding(), o.padding()},
+                            {o.dilation(), o.dilation()}, o.groups());
   if (!norm_.is_empty() && !fold) y = norm_.forward(y);
   if (options_.relu()) y = at::relu_(y);
   return y;

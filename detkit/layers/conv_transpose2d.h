@@ -9,9 +9,8 @@ namespace detkit::layers {
 
 /// deconv->forward(x), the same values up to float32 rounding. Under CONV_ALGORITHM auto, one
 /// whose stride equals its kernel (the mask head's 2x2 upsampling) runs as one matrix product,
-/// and its gradients as two (ops/patchwise_conv_transpose2d.h); where gradients are wanted, the
-/// others (the keypoint head's) run their backward passes on oneDNN's deconvolution kernels where
-/// they apply (ops/onednn_conv_transpose2d.h); otherwise, and under direct, libtorch's.
+/// and its gradients as two (ops/patchwise_conv_transpose2d.h); the others (the keypoint head's),
+/// and all under direct, run deconv->forward(x), libtorch's kernels.
 at::Tensor conv_transpose2d(torch::nn::ConvTranspose2d& deconv, const at::Tensor& x);
 
 }  // namespace detkit::layers

@@ -25,7 +25,7 @@ bool patchwise_conv_transpose2d_applies(const at::Tensor& input, const at::Tenso
                               bias.scalar_type() == input.scalar_type())) &&
          stride.size() == 2 && stride[0] == weight.size(2) && stride[1] == weight.size(3) &&
          all(padding, 0) && all(output_padding, 0) && all(dilation, 1) && groups == 1 &&
-         !at::autocast::is_cpu_enabled();
+         !at::autocast::is_autocast_enabled(at::kCPU);
 }
 
 at::Tensor patchwise_conv_transpose2d(const at::Tensor& input, const at::Tensor& weight,

@@ -17,8 +17,10 @@ c10::ScalarType parse_precision(const std::string& text, const std::string& devi
   if (text == "float16") {
     if (device.rfind("cpu", 0) == 0)
       throw Error(
-          "SOLVER.AMP.PRECISION is 'float16', but CPU autocast in this libtorch runs bfloat16 "
-          "only (MODEL.DEVICE is '" + device + "'): use bfloat16");
+          "SOLVER.AMP.PRECISION is 'float16', but CPU autocast in detkit runs bfloat16 only "
+          "(float16 needs a gradient scaler, which detkit's CPU training has not) (MODEL.DEVICE "
+          "is '" +
+          device + "'): use bfloat16");
     return c10::kHalf;
   }
   throw Error("SOLVER.AMP.PRECISION must be 'bfloat16' or 'float16', got '" + text + "'");

@@ -10,7 +10,7 @@
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/solver/grad_scaler.h"
-#include "detkit/utils/blas.h"
+#include "detkit/utils/cpu_features.h"
 
 namespace detkit::solver {
 

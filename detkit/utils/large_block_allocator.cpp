@@ -38,7 +38,11 @@ LargeBlockAllocator::LargeBlockAllocator(size_t min_block_bytes)
 
 LargeBlockAllocator::~LargeBlockAllocator() { release_kept(); }
 
-c10::DataPtr LargeBlockAllocator::allocate(size_t nbytes) const {
+void LargeBlockAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  default_copy_data(dest, src, count);
+}
+
+c10::DataPtr LargeBlockAllocator::allocate(size_t nbytes) {
   if (nbytes < min_block_bytes_) return c10::GetDefaultCPUAllocator()->allocate(nbytes);
   const size_t bytes = round_to_pages(nbytes);
   Block* block = nullptr;

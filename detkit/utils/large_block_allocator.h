@@ -27,10 +27,12 @@ class LargeBlockAllocator : public c10::Allocator {
   explicit LargeBlockAllocator(size_t min_block_bytes);
   ~LargeBlockAllocator() override;
 
-  c10::DataPtr allocate(size_t nbytes) const override;
+  c10::DataPtr allocate(size_t nbytes) override;
   /// Frees what allocate() gave of either size (oneDNN's buffers in libtorch come and go through
   /// raw_allocate / raw_deallocate).
   c10::DeleterFnPtr raw_deleter() const override;
+  /// Host memory both ways: memcpy.
+  void copy_data(void* dest, const void* src, std::size_t count) const override;
 
   struct Stats {
     size_t in_use_bytes = 0;  // large blocks held by tensors

@@ -29,20 +29,19 @@ int configure_threads(int requested) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
   if (n <= 0) n = 1;
   at::set_num_threads(n);
-  // libtorch does not pass its count on to OpenBLAS; found at run time, so that a build on
-  // another BLAS does not need the symbol.
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-    set(n);
   return n;
 }
 
 void use_one_thread_for_ops_in_this_thread() {
   // libtorch's OpenMP build sizes a thread's teams by that thread's OpenMP setting, which it
   // sets from its global count on the thread's first parallel op: done first here, so that it
-  // does not undo the setting below. omp_set_num_threads is per thread; found at run time (a
-  // libtorch without OpenMP has no teams to size).
+  // does not undo the setting below. Twice: PyPI's libtorch_cpu.so keeps its own copy of the
+  // inline lazy_init_num_threads' once-per-thread flag (not exported), apart from detkit's, so
+  // its first op in this thread would set the count again; at::get_num_threads runs its copy.
+  // omp_set_num_threads is per thread; found at run time (a libtorch without OpenMP has no teams
+  // to size).
   at::internal::lazy_init_num_threads();
+  at::get_num_threads();
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(1);
 }

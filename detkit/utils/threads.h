@@ -1,14 +1,13 @@
 #pragma once
-// libtorch's thread count: this Debian build starts with 1 thread whatever the machine has.
+// libtorch's thread count, set once for the process (the CLI's --num-threads, DETKIT_NUM_THREADS).
 
 #include <cstdint>
 
 namespace detkit {
 
-/// Sets libtorch's intra-op thread count, and OpenBLAS's (a pthread OpenBLAS keeps one thread
-/// per core whatever libtorch is told: two ranks of one thread each would run four busy BLAS
-/// threads on two cores), and returns it. `requested` > 0 wins; otherwise the environment
-/// variable DETKIT_NUM_THREADS (when set and positive); otherwise the core count.
+/// Sets libtorch's intra-op thread count (its OpenMP team, which its BLAS and oneDNN run on too),
+/// and returns it. `requested` > 0 wins; otherwise the environment variable DETKIT_NUM_THREADS
+/// (when set and positive); otherwise the core count.
 int configure_threads(int requested = 0);
 
 /// For a helper thread (a data-loader worker): libtorch ops it runs stay on this one thread,

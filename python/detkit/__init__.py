@@ -7,14 +7,7 @@ from ._C import Preempted  # training stopped by Ctrl-C / SIGTERM: a KeyboardInt
 from ._C import configure_threads
 from . import _C
 
-# As the CLI: every core unless DETKIT_NUM_THREADS says (Debian's libtorch starts with one).
+# As the CLI: every core unless DETKIT_NUM_THREADS says.
 configure_threads()
-
-# As the CLI's log: OPENBLAS_CORETYPE set to kernels narrower than this CPU's is kept, and said.
-_blas_warning = _C.blas_warning()
-if _blas_warning:
-    import warnings
-
-    warnings.warn(_blas_warning, RuntimeWarning, stacklevel=2)
 
 __all__ = ["Error", "Preempted"]

@@ -123,9 +123,8 @@ int64_t resnet50_flops(int64_t side) {
   return flops;
 }
 
-// Under CONV_ALGORITHM auto the large 3x3 convs run as detkit::winograd_conv2d (on AVX-512 CPUs),
-// and in training every conv of the stages as detkit::blocked_conv2d: counted as the convolutions
-// they compute, so the count is the same.
+// Under CONV_ALGORITHM auto the maps run channels-last in eval mode, NCHW in training; direct runs
+// them NCHW: the same convolutions either way, so the count is the same.
 TEST(FlopCounter, ResNet50MatchesClosedFormUnderEitherConvAlgorithmAndLayout) {
   ResNet resnet(ResNetOptions().stride_in_1x1(false).out_features({"res5"}));
   const std::pair<layers::ConvAlgorithm, bool> runs[] = {{layers::ConvAlgorithm::kDirect, false},

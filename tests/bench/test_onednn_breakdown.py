@@ -9,24 +9,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "onednn_breakdown"))
 import onednn_breakdown as ob  # noqa: E402
 
-WINO = "mb2_ic256oc256_ih96oh96kh3sh1dh0ph1_iw128ow128kw3sw1dw0pw1"
-LINES = [
-    "onednn_verbose,info,oneDNN v2.6.3 (commit N/A)",
-    f"onednn_verbose,create:cache_miss,cpu,convolution,jit_wino_4x3:avx512_core,forward_training,"
-    f"src_f32::blocked:aBcd16b:f0,,alg:convolution_winograd,{WINO},0.5",
-    f"onednn_verbose,exec,cpu,convolution,jit_wino_4x3:avx512_core,forward_training,"
-    f"src_f32::blocked:aBcd16b:f0 dst_f32::blocked:aBcd16b:f0,,alg:convolution_winograd,{WINO},40",
-    f"dnnl_verbose,exec,cpu,convolution,jit_wino_4x3:avx512_core,forward_training,"
-    f"src_f32::blocked:aBcd16b:f0 dst_f32::blocked:aBcd16b:f0,,alg:convolution_winograd,{WINO},60",
-    "onednn_verbose,exec,cpu,reorder,jit:blk,undef,src_f32::blocked:abcd:f0 "
-    "dst_f32::blocked:aBcd16b:f0,,,2x256x96x128,3.5",
+CONV = "mb2_ic256oc256_ih96oh96kh3sh1dh0ph1_iw128ow128kw3sw1dw0pw1"
+LAYOUTS = ("src:f32:a:blocked:aBcd16b::f0 wei:f32:a:blocked:ABcd16b16a::f0 bia:undef::undef::: "
+           "dst:f32:a:blocked:aBcd16b::f0")
+LINES = [  # torch 2.11's oneDNN 3.10, then one line of oneDNN 2's format (a log written before)
+    "onednn_verbose,v1,info,oneDNN v3.10.2 (commit f1d471933dc852f956fd05389f9313c7148783d5)",
+    "onednn_verbose,v1,primitive,info,template:operation,engine,primitive,implementation,"
+    "prop_kind,memory_descriptors,attributes,auxiliary,problem_desc,exec_time",
+    f"onednn_verbose,v1,primitive,exec,cpu,convolution,jit:avx512_core,forward_training,"
+    f"{LAYOUTS},attr-scratchpad:user,alg:convolution_direct,{CONV},40",
+    f"dnnl_verbose,exec,cpu,convolution,jit:avx512_core,forward_training,"
+    f"{LAYOUTS},attr-scratchpad:user,alg:convolution_direct,{CONV},60",
+    "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:blk,undef,src:f32::blocked:abcd::f0 "
+    "dst:f32::blocked:aBcd16b::f0,attr-scratchpad:user,,2x256x96x128,3.5",
     "a line of detkit's own log",
 ]
 
 
 class OnednnBreakdownTest(unittest.TestCase):
     def test_direct_flops_of_a_problem_descriptor(self):
-        self.assertEqual(ob.direct_flops(WINO), 2 * 2 * 256 * 96 * 128 * 256 * 3 * 3)
+        self.assertEqual(ob.direct_flops(CONV), 2 * 2 * 256 * 96 * 128 * 256 * 3 * 3)
         self.assertEqual(ob.direct_flops("g32mb1_ic64oc64_ih8oh8kh3sh1dh0ph1_iw8ow8kw3sw1dw0pw1"),
                          2 * 64 * 64 * 2 * 9)  # 32 groups of 2 input channels
         self.assertEqual(ob.direct_flops("2x256x96x128"), 0)  # a reorder's shape

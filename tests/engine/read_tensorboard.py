@@ -57,7 +57,7 @@ for name, fields, oneof in LAYOUT:
             f.oneof_index = 0
 pool = descriptor_pool.DescriptorPool()
 pool.Add(proto)
-Event = message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("tf.Event"))
+Event = message_factory.GetMessageClass(pool.FindMessageTypeByName("tf.Event"))  # protobuf >= 4.21
 
 
 def masked(data):

@@ -105,9 +105,10 @@ void check_sequence(const std::string& sequence) {
   auto cfg = fx.config(sequence);
   // At LR 0.01 from step 0 the 12 steps are chaotic (the fixture's README: Detectron2 at 1 vs 2
   // threads already ends 6 % apart in the whole update norm). That sequence runs libtorch's
-  // direct kernels, which Detectron2 ran: with Winograd's float32 rounding (about 10x theirs)
-  // the drift measured 1.31 against the ×[0.8, 1.25] band (direct: 1.08). The warm-up sequence,
-  // not chaotic, runs the default (Winograd where it applies) and stays within every tolerance.
+  // kernels throughout (CONV_ALGORITHM direct), which Detectron2 ran: with kernels rounding about
+  // 10x more than theirs in float32 the drift measured 1.31 against the ×[0.8, 1.25] band
+  // (direct: 1.08). The warm-up sequence, not chaotic, runs the default and stays within every
+  // tolerance.
   if (sequence == "warmup0") cfg.merge_from_list({"CONV_ALGORITHM", "direct"});
   struct RestoreDefault {  // build_model sets the process's algorithm; later tests get the default
     ~RestoreDefault() { layers::set_conv_algorithm(layers::ConvAlgorithm::kAuto); }

@@ -8,21 +8,25 @@ differences.
   library in the process (RUNTIME: that library's path);
 - torchscript_cpp: model.ts through torch::jit::load in a C++ program that links libtorch alone
   and dlopens libdetkit_ops.so (RUNTIME: RUNNER::OPS_LIBRARY, the runner run_torchscript.cpp);
-- onnx: model.onnx checked by onnx.checker (Debian's python3-onnx), then run by ONNX Runtime
-  (onnxruntime-node; RUNTIME: the node_modules folder holding it) through run_onnx.js.
+- onnx: model.onnx checked by onnx.checker (the onnx package), then run by ONNX Runtime (PyPI's
+  onnxruntime, in this process: its CPU provider, its default intra-op threads; RUNTIME: the word
+  `onnxruntime`, there being no path to give). Both packages are pinned in requirements.txt.
 
 Usage: check_export.py FORMAT DETKIT RUNTIME WORK CONFIG WEIGHTS IMAGE... [-- KEY VALUE ...]
-Exits 77 (skipped) when the runtime is absent.
+Exits 77 (skipped) when the runtime is absent (for onnx: when this Python cannot import
+onnxruntime).
 """
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "parity"))
+import numpy  # noqa: E402
 import torch  # noqa: E402
 
 from check_detectron2_user_path import listed_detections  # noqa: E402
@@ -73,7 +77,7 @@ def run_torchscript(export_dir, ops_library, inputs):
 
 
 def check_onnx(path):
-    import onnx  # Debian's python3-onnx
+    import onnx  # PyPI's onnx (requirements.txt)
 
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
@@ -83,6 +87,44 @@ def check_onnx(path):
     assert domains == ["ai.onnx"], f"operators outside ONNX's standard domain: {domains}"
     assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)], model.opset_import
     return {p.key: p.value for p in model.metadata_props}
+
+
+def import_onnxruntime_or_skip():
+    """PyPI's onnxruntime, or exit 77 (skipped) saying why."""
+    try:
+        import onnxruntime
+    except ImportError as e:
+        print(f"SKIPPED: the onnx runtime, the Python package onnxruntime (PyPI; requirements.txt "
+              f"pins it), cannot be imported by {sys.executable}: {e}")
+        sys.exit(77)
+    return onnxruntime
+
+
+def run_onnxruntime(path, items, verbose=True):
+    """Runs model.onnx in ONNX Runtime (PyPI's onnxruntime, in this process; CPU provider,
+    intra-op threads 0: its default) on (image uint8 (3, h, w), (height, width)) pairs, fed as
+    `image` (uint8, C x H x W) and `original_size` (int64 [2]). Returns, per image, its outputs
+    by name (torch tensors) and the run's milliseconds (session.run alone)."""
+    onnxruntime = import_onnxruntime_or_skip()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 0
+    session = onnxruntime.InferenceSession(path, sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    results = []
+    for k, (image, size) in enumerate(items):
+        assert image.dtype == torch.uint8 and image.dim() == 3, (image.dtype, image.shape)
+        feeds = {"image": image.contiguous().numpy(),
+                 "original_size": numpy.asarray(list(size), dtype=numpy.int64)}
+        start = time.perf_counter()
+        arrays = session.run(names, feeds)
+        ms = (time.perf_counter() - start) * 1e3
+        out = {name: torch.from_numpy(numpy.ascontiguousarray(a)) for name, a in zip(names, arrays)}
+        if verbose:
+            count = out["scores"].shape[0] if "scores" in out else "?"
+            print(f"{k:03d}: {count} detections in {ms:.0f} ms", flush=True)
+        results.append((out, ms))
+    return results
 
 
 def write_runner_inputs(items, in_dir):
@@ -96,13 +138,13 @@ def write_runner_inputs(items, in_dir):
             json.dump({"shape": list(image.shape), "original_size": list(size)}, f)
 
 
-def run_external(command, settings, inputs, work, env=None):
-    """Runs a runner (run_onnx.js, run_torchscript) on the inputs written to files; returns its
+def run_external(command, settings, inputs, work):
+    """Runs an external runner (run_torchscript) on the inputs written to files; returns its
     outputs per image."""
     in_dir, out_dir = os.path.join(work, "runner_in"), os.path.join(work, "runner_out")
     items = list(inputs(*settings))
     write_runner_inputs(items, in_dir)
-    done = subprocess.run(command + [in_dir, out_dir], env=env, stdout=subprocess.PIPE,
+    done = subprocess.run(command + [in_dir, out_dir], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
     print(done.stdout)
     if done.returncode != 0:
@@ -132,7 +174,12 @@ def main():
         overrides = args[args.index("--") + 1:]
         args = args[: args.index("--")]
     fmt, detkit, runtime, work, config, weights, *images = args
-    if not all(os.path.exists(part) for part in runtime.split("::")):
+    if fmt == "onnx":
+        if runtime != "onnxruntime":
+            sys.exit(f"RUNTIME for onnx is the word 'onnxruntime' (PyPI's, in this process), "
+                     f"not {runtime!r}")
+        import_onnxruntime_or_skip()
+    elif not all(os.path.exists(part) for part in runtime.split("::")):
         print(f"SKIPPED: the {fmt} runtime is not at {runtime} (scripts/setup.sh installs it)")
         sys.exit(77)
     shutil.rmtree(work, ignore_errors=True)
@@ -160,8 +207,7 @@ def main():
         path = os.path.join(export_dir, "model.onnx")
         meta = check_onnx(path)
         settings = (int(meta["min_size_test"]), int(meta["max_size_test"]), meta["input_format"])
-        outputs = run_external(["node", os.path.join(HERE, "run_onnx.js"), path], settings, inputs,
-                               work, env=dict(os.environ, NODE_PATH=runtime))
+        outputs = [out for out, _ in run_onnxruntime(path, inputs(*settings))]
     failures = []
     for path, out in zip(images, outputs):
         height, width = read_image(path, "BGR").shape[:2]  # the original, EXIF orientation applied

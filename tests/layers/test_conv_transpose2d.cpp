@@ -1,9 +1,8 @@
 // layers::conv_transpose2d: a torch::nn::ConvTranspose2d's forward under CONV_ALGORITHM: the
 // module's own values either way (to float32 rounding under "auto", where the mask head's
-// upsampling is a matrix product); under "auto" the gradients agree to float32 rounding (on
-// oneDNN's kernels or as matrix products; ops/test_onednn_conv_transpose2d.cpp and
-// ops/test_patchwise_conv_transpose2d.cpp measure how close) and reach the module's own
-// parameters.
+// upsampling is a matrix product); under "auto" the gradients agree to float32 rounding (as
+// matrix products; ops/test_patchwise_conv_transpose2d.cpp measures how close) and reach the
+// module's own parameters.
 #include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -49,7 +49,7 @@ MODES = {f.__name__: f for f in (resnet_fpn,)}
 def main():
     in_path, out_path, mode = sys.argv[1:4]
     torch.set_num_threads(1)
-    result = {k: v.contiguous() for k, v in MODES[mode](torch.load(in_path)).items()}
+    result = {k: v.contiguous() for k, v in MODES[mode](torch.load(in_path, weights_only=False)).items()}
     torch.save(result, out_path)
 
 

@@ -4,10 +4,11 @@ files detkit wrote.
 usage: oracle_checkpoint.py make DIR MARKER   writes the reader fixtures into DIR (see make())
        oracle_checkpoint.py resnet50 PATH     a torchvision resnet50 state dict, random weights
        oracle_checkpoint.py reload IN OUT     checks that IN's pickle names only the globals of
-                                              plain tensors (torch 1.13's weights_only=True cannot
-                                              read floats), torch.load(IN), checks that it holds
+                                              plain tensors, torch.load(IN) as torch 2.x loads by
+                                              default (weights_only=True), checks that it holds
                                               only plain types, torch.save(..., OUT)
-       oracle_checkpoint.py unsafe_load PATH  plain torch.load (to show a malicious file works)
+       oracle_checkpoint.py unsafe_load PATH  torch.load(weights_only=False) (to show a malicious
+                                              file works where safety is turned off)
 """
 import collections
 import io
@@ -126,7 +127,7 @@ def check_globals(path):
 
 def reload(src, dst):
     check_globals(src)
-    value = torch.load(src)
+    value = torch.load(src)  # torch 2.x's default, weights_only=True: what a user's torch.load does
     check_plain(value)
     torch.save(value, dst)
 
@@ -140,7 +141,7 @@ def main():
     elif mode == "reload":
         reload(sys.argv[2], sys.argv[3])
     elif mode == "unsafe_load":
-        torch.load(sys.argv[2])
+        torch.load(sys.argv[2], weights_only=False)
     else:
         sys.exit(f"unknown mode {mode}")
 

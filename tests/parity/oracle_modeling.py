@@ -118,7 +118,7 @@ MODES = {f.__name__: f for f in (box_regression, matcher, sampling, anchors, pro
 def main():
     in_path, out_path, mode = sys.argv[1:4]
     torch.set_num_threads(1)
-    result = {k: v.contiguous() for k, v in MODES[mode](torch.load(in_path)).items()}
+    result = {k: v.contiguous() for k, v in MODES[mode](torch.load(in_path, weights_only=False)).items()}
     if len(result) == 1:
         # A one-entry dict pickles with SETITEM, which libtorch's unpickler cannot read.
         result["_unused"] = torch.zeros(0)

@@ -58,7 +58,9 @@ def disassembled(path):
             strings.append(arg)
         elif op.name == "STACK_GLOBAL":
             names.add(strings[-2] + "." + strings[-1])
-    return ops, names
+    # numpy 2 (the venv's) writes numpy.core as numpy._core; detkit reads both spellings, and the
+    # checks below name numpy 1's, which the model zoo's files have.
+    return ops, {n.replace("numpy._core.", "numpy.core.") for n in names}
 
 
 def check_paths(out):
@@ -283,7 +285,7 @@ def make(out, marker, d2_weights=None):
                 for k, v in blobs.items() if k in names}, f"{out}/r50_expected.pth")
 
     if d2_weights:
-        weights = {k: v.numpy() for k, v in torch.load(d2_weights).items()}
+        weights = {k: v.numpy() for k, v in torch.load(d2_weights, weights_only=False).items()}
         for proto in (2, 4, 5):
             with open(f"{out}/zoo_p{proto}.pkl", "wb") as f:
                 pickle.dump({"model": weights, "__author__": "Detectron2 Model Zoo"}, f,

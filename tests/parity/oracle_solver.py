@@ -176,7 +176,7 @@ def sgd(t):
 
 
 def main():
-    inputs = torch.load(sys.argv[1])
+    inputs = torch.load(sys.argv[1], weights_only=False)
     mode = sys.argv[3]
     result = {"schedule": schedule, "sgd": sgd}[mode](inputs)
     torch.save(result, sys.argv[2])

@@ -87,4 +87,13 @@ assert zoo.MODEL.MASK_ON and zoo.MODEL.WEIGHTS == model_zoo.get_checkpoint_url(n
 assert zoo.MODEL.WEIGHTS.startswith("https://dl.fbaipublicfiles.com/detectron2/" + name[:-5])
 assert model_zoo.get_config_file(name).endswith(name)
 assert "not available" in error_of(lambda: model_zoo.get_config_file("Nope/x.yaml"), RuntimeError)
-print("detkit.config and detkit.model_zoo: all checks passed")
+# The CLI's log line on the torch build detkit runs on, from Python: the same torch, threads alike.
+import torch  # noqa: E402
+
+report = detkit._C.torch_build_report()
+assert report.startswith(f"torch {torch.__version__.split('+')[0]} ("), report
+logged = subprocess.run([detkit_binary, "config", "--config-file", base], capture_output=True,
+                        text=True).stderr
+assert report in logged, (report, logged)
+print(report)
+print("detkit.config, detkit.model_zoo and the torch build line: all checks passed")

@@ -67,9 +67,8 @@ for fixture in ["detectron2", "detectron2_keypoint", "detectron2_retinanet", "de
         reference = Detections(image["pred_boxes"], image["scores"], image["pred_classes"], masks,
                                image.get("pred_keypoints"))
         _, vs_d2 = match(ours, reference, BOX_TOL, SCORE_TOL)
-        # The same engine, but not bit for bit: `detkit infer` runs on OpenBLAS's OpenMP build
-        # (it restarts itself with it), Python on the pthreads build python3-torch loads, whose
-        # sums in the heads' Linear layers round differently (scores up to 6e-6 apart).
+        # The same engine on the same torch (its BLAS, oneDNN and OpenMP in both processes):
+        # held to the tolerances used against Detectron2.
         _, vs_infer = match(ours, listed[path], BOX_TOL, SCORE_TOL)
         stem = os.path.basename(path)
         print(f"[ python {fixture} ] {stem} vs Detectron2: {summary(len(ours), len(reference), vs_d2)}")

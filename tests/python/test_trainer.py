@@ -80,9 +80,8 @@ print(f"Python-registered dicts vs the COCO file through `detkit train`: {len(ou
 print("losses at the last logged iteration:",
       {k: round(v, 5) for k, v in ours[-2 if 'bbox/AP' in ours[-1] else -1].items() if k.startswith("loss")})
 print("AP:", {k: v for k, v in ours[-1].items() if k in ("bbox/AP", "segm/AP")})
-# The CLI restarts itself on OpenBLAS's OpenMP build, Python runs on the pthreads build
-# python3-torch loads: on one thread (DETKIT_NUM_THREADS=1, tests/python/CMakeLists.txt) the same
-# kernels, measured bit for bit; held to 1e-3.
+# The CLI and Python run the same torch, one thread each (DETKIT_NUM_THREADS=1,
+# tests/python/CMakeLists.txt): the same kernels; held to 1e-3.
 assert worst < 1e-3, "the Python-registered dataset trained differently from its COCO file"
 
 # DefaultPredictor on the trained weights, on a validation image.

@@ -12,12 +12,11 @@ The same training run at world size 1, 2 and 4 (`detkit train --num-gpus N`, Glo
     batches continue; its log says so). Two steps, not more: from scratch at this learning rate
     a third step amplifies reduction-order noise ~100x (the one-process run on 2 threads instead
     of 1 then differs by 4e-4, as 4 ranks do), which would hide a real difference. Noise, not
-    only rounding: a choice another rounding flips moves the second step by more (under
-    OPENBLAS_CORETYPE=Haswell on AMD EPYC Zen 5, 2 and 4 ranks agree with each other to 1.5e-8 of
+    only rounding: a choice another rounding flips moves the second step by more (measured with
+    Debian's libtorch 1.13 on AMD EPYC Zen 5, 2 and 4 ranks agree with each other to 1.5e-8 of
     a weight and differ from one process by 2.5e-3 of the step, their iteration-1 loss_cls by
-    2e-5 relative, its other losses by < 2e-7; under Winograd's kernels 2 ranks by 2.6e-3, 4 by
-    1.3e-6), while a rank's gradients dropped from the average or counted twice move the weights
-    by the order of the step.
+    2e-5 relative, its other losses by < 2e-7), while a rank's gradients dropped from the average
+    or counted twice move the weights by the order of the step.
 The model is GroupNorm (no batch statistics). Weights are read with torch: run this with the
 oracle Python (python3-torch).
 """

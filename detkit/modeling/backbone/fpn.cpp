@@ -4,9 +4,7 @@
 
 #include <cmath>
 
-#include "detkit/layers/norm.h"
 #include "detkit/modeling/backbone/resnet.h"
-#include "detkit/ops/blocked_maps.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -85,44 +83,27 @@ FPN::FPN(std::shared_ptr<Backbone> bottom_up, const FPNOptions& o)
 }
 
 FeatureMap FPN::forward(const at::Tensor& images) {
-  auto* resnet = dynamic_cast<ResNet*>(bottom_up_.get());
-  const bool blocked = resnet != nullptr && resnet->blocked_maps(images) &&
-                       layers::norm_has_blocked_form(options_.norm()) &&
-                       options_.out_channels() % 16 == 0;
-  FeatureMap bottom = blocked ? resnet->forward_blocked(images) : bottom_up_->forward(images);
+  FeatureMap bottom = bottom_up_->forward(images);
   const auto& in = options_.in_features();
   const size_t n = in.size();
   std::vector<at::Tensor> results(n);
-  // The levels stay blocked as the bottom-up maps are, through the lateral and output convs and
-  // the top-down sums (nearest 2x upsampling is a copy in either layout), until they leave.
-  auto upsample = [](const at::Tensor& x) {
-    return ops::is_blocked(x) ? ops::blocked_upsample_nearest2x(x)
-                              : at::upsample_nearest2d(x, {x.size(2) * 2, x.size(3) * 2});
-  };
-  // Blocked levels leave stored channels-last: ROIAlign reads that layout in place (from NCHW
-  // it makes a transposed copy of every level, forward and backward), and the RPN head's
-  // convolutions read either.
-  auto plain = [](const at::Tensor& x, at::MemoryFormat format) {
-    return ops::is_blocked(x) ? ops::from_blocked(x, format) : x;
-  };
   at::Tensor prev = lateral_convs_[n - 1]->forward(bottom.at(in[n - 1]));
   results[n - 1] = output_convs_[n - 1]->forward(prev);
   for (size_t i = n - 1; i-- > 0;) {
     const at::Tensor& x = bottom.at(in[i]);
-    prev = lateral_convs_[i]->forward(x) + upsample(prev);
+    at::Tensor top_down = at::upsample_nearest2d(prev, {prev.size(2) * 2, prev.size(3) * 2});
+    prev = lateral_convs_[i]->forward(x) + top_down;
     if (options_.fuse_type() == "avg") prev = prev / 2;
     results[i] = output_convs_[i]->forward(prev);
   }
   FeatureMap out;
-  for (size_t i = 0; i < n; ++i)
-    out[out_names_[i]] = results[i] = plain(results[i], at::MemoryFormat::ChannelsLast);
+  for (size_t i = 0; i < n; ++i) out[out_names_[i]] = results[i];
   if (options_.top_block() == "max_pool")
     out[out_names_.back()] = at::max_pool2d(results[n - 1], {1, 1}, {2, 2}, {0, 0});
   if (options_.top_block() == "p6p7") {
     auto in = bottom.find(options_.top_block_in_feature());
     at::Tensor p6 =
-        p6_->forward(in != bottom.end() ? plain(in->second, at::MemoryFormat::Contiguous)
-                                        : out.at(options_.top_block_in_feature()));
+        p6_->forward(in != bottom.end() ? in->second : out.at(options_.top_block_in_feature()));
     out[out_names_[n]] = p6;
     out[out_names_[n + 1]] = p7_->forward(at::relu(p6));
   }

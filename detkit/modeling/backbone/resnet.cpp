@@ -4,8 +4,6 @@
 #include <ATen/autocast_mode.h>
 
 #include "detkit/layers/conv2d.h"
-#include "detkit/layers/norm.h"
-#include "detkit/ops/blocked_maps.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::modeling {
@@ -109,24 +107,16 @@ ResNet::ResNet(const ResNetOptions& o) : options_(o) {
   }
 }
 
-FeatureMap ResNet::forward(const at::Tensor& images) { return run(images, false); }
-
-FeatureMap ResNet::forward_blocked(const at::Tensor& images) { return run(images, true); }
-
-FeatureMap ResNet::run(const at::Tensor& images, bool keep_blocked) {
+FeatureMap ResNet::forward(const at::Tensor& images) {
   TORCH_CHECK(images.dim() == 4 && images.size(1) == options_.in_channels(), "ResNet needs (N, ",
               options_.in_channels(), ", H, W) input, got ", images.sizes());
   FeatureMap out;
   const auto& wanted = options_.out_features();
-  const bool blocked = blocked_maps(images);
   auto keep = [&](const std::string& name, const at::Tensor& x) {
-    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end())
-      out[name] = ops::is_blocked(x) && !keep_blocked ? ops::from_blocked(x) : x;
+    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) out[name] = x;
   };
-  at::Tensor x = blocked ? stem_->forward_blocked(images)
-                         : stem_->forward(channels_last_maps(images)
-                                              ? images.contiguous(at::MemoryFormat::ChannelsLast)
-                                              : images);
+  at::Tensor x = stem_->forward(
+      channels_last_maps(images) ? images.contiguous(at::MemoryFormat::ChannelsLast) : images);
   keep("stem", x);
   for (size_t i = 0; i < stages_.size(); ++i) {
     x = stages_[i]->forward(x);
@@ -135,20 +125,10 @@ FeatureMap ResNet::run(const at::Tensor& images, bool keep_blocked) {
   return out;
 }
 
-bool ResNet::blocked_maps(const at::Tensor& images) const {
-  const auto& o = options_;
-  const bool channels_by_16 = o.stem_out_channels() % 16 == 0 && o.res2_out_channels() % 16 == 0 &&
-                              o.width_per_group() % 16 == 0;
-  return layers::conv_algorithm() == layers::ConvAlgorithm::kAuto && is_training() &&
-         !stages_.empty() && layers::norm_has_blocked_form(o.norm()) && o.num_groups() == 1 &&
-         channels_by_16 && images.scalar_type() == at::kFloat && images.device().is_cpu() &&
-         images.size(0) > 0 && !at::autocast::is_cpu_enabled() && ops::blocked_maps_available();
-}
-
 bool ResNet::channels_last_maps(const at::Tensor& images) const {
   return layers::conv_algorithm() == layers::ConvAlgorithm::kAuto && !is_training() &&
          options_.norm() != "GN" && images.scalar_type() == at::kFloat &&
-         !at::autocast::is_cpu_enabled();
+         !at::autocast::is_autocast_enabled(at::kCPU);
 }
 
 layers::ShapeSpecs ResNet::output_shape() const {

@@ -34,26 +34,16 @@ class ResNet : public Backbone {
   FeatureMap forward(const at::Tensor& images) override;
   layers::ShapeSpecs output_shape() const override;
 
-  /// Whether training keeps the maps blocked (ops/blocked_maps.h) from the stem's convolution to
-  /// each stage's: oneDNN's AVX-512 kernels for every convolution and BatchNorm, with no reorder
-  /// around each (the NCHW path reorders every map in and out of every convolution, forward and
-  /// backward). Needs BN or FrozenBN (or no norm), one group, channels in multiples of 16,
-  /// float32 and the kernels (AVX-512), and CONV_ALGORITHM auto.
-  bool blocked_maps(const at::Tensor& images) const;
-  /// forward(images), with the stages' maps left blocked where blocked_maps(images) (the stem's
-  /// is NCHW): for a neck that continues on blocked maps (FPN). forward() gives them NCHW.
-  FeatureMap forward_blocked(const at::Tensor& images);
-
  private:
-  FeatureMap run(const at::Tensor& images, bool keep_blocked);
   /// Whether the maps run channels-last (NHWC) through the network: in eval mode under
   /// CONV_ALGORITHM auto, for float32 images and a BatchNorm-family norm (BN, SyncBN, FrozenBN).
-  /// oneDNN's convolutions then read and write them without reordering to and from their blocked
-  /// layout, and the FPN maps reach the ROI poolers in the layout their kernels read in place
-  /// (Mask R-CNN R50 inference 4 % faster, 16 % less peak memory). NCHW otherwise, where libtorch
-  /// 1.13 measured slower or rounded worse on channels-last maps: GroupNorm (the demo's step 10 %
-  /// slower), BatchNorm's batch statistics (running statistics 1e-4 off Detectron2's after one
-  /// step, against 1e-5 in NCHW), FrozenBN's training form (the R50 step 1.7x slower).
+  /// libtorch's convolutions (oneDNN's kernels) then read and write them without reordering to
+  /// and from oneDNN's blocked layout, and the FPN maps reach the ROI poolers in the layout their
+  /// kernels read in place (Mask R-CNN R50 inference 4 % faster, 16 % less peak memory, with
+  /// libtorch 1.13). NCHW otherwise, where libtorch 1.13 measured slower or rounded worse on
+  /// channels-last maps: GroupNorm (the demo's step 10 % slower), BatchNorm's batch statistics
+  /// (running statistics 1e-4 off Detectron2's after one step, against 1e-5 in NCHW), FrozenBN's
+  /// training form (the R50 step 1.7x slower).
   bool channels_last_maps(const at::Tensor& images) const;
 
   ResNetOptions options_;

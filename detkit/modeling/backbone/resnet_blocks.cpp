@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include "detkit/ops/blocked_maps.h"
-
 namespace detkit::modeling {
 
 using layers::Conv2d;
@@ -32,10 +30,6 @@ BasicStemImpl::BasicStemImpl(int64_t in_channels, int64_t out_channels, const st
 
 at::Tensor BasicStemImpl::forward(const at::Tensor& x) {
   return at::max_pool2d(conv1_->forward(x), {3, 3}, {2, 2}, {1, 1});
-}
-
-at::Tensor BasicStemImpl::forward_blocked(const at::Tensor& x) {
-  return ops::blocked_max_pool2d(conv1_->forward_blocked(x), 3, 2, 1);
 }
 
 BasicBlockImpl::BasicBlockImpl(const BlockOptions& o) {
@@ -86,13 +80,8 @@ BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
 }
 
 at::Tensor BottleneckBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor out;
-  if (ops::is_blocked(x)) {  // the same chain, each norm's output remade in backward where it can
-    out = conv1_->normalize_then_convolve_blocked(conv1_->convolve_blocked(x), *conv2_);
-    out = conv2_->normalize_then_forward_blocked(out, *conv3_);
-  } else {
-    out = conv3_->forward(conv2_->forward(conv1_->forward(x)));  // conv1, conv2 with their ReLU
-  }
+  at::Tensor out = conv2_->forward(conv1_->forward(x));  // each with its ReLU
+  out = conv3_->forward(out);
   out += shortcut_ ? shortcut_->forward(x) : x;
   return out.relu_();
 }

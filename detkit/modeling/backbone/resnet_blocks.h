@@ -19,10 +19,6 @@ class BasicStemImpl : public torch::nn::Module {
  public:
   BasicStemImpl(int64_t in_channels, int64_t out_channels, const std::string& norm);
   at::Tensor forward(const at::Tensor& x);
-  /// The same from images (N, C, H, W) to a blocked map (ops/blocked_maps.h): conv1, its norm
-  /// and ReLU, and the max pooling on oneDNN's kernels in that layout (a norm with a blocked form,
-  /// out_channels a multiple of 16).
-  at::Tensor forward_blocked(const at::Tensor& x);
 
  private:
   layers::Conv2d conv1_{nullptr};

@@ -35,7 +35,7 @@ c10::Device model_device(const config::CfgNode& cfg) {
   const std::string supported =
       torch::cuda::is_available()
           ? "cpu, cuda (" + std::to_string(torch::cuda::device_count()) + " devices)"
-          : "cpu only (this libtorch has no CUDA)";
+          : "cpu only (no CUDA device visible)";
   std::optional<c10::Device> device;
   try {
     device = c10::Device(name);

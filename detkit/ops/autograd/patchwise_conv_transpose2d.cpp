@@ -1,6 +1,5 @@
 // Autograd kernel of detkit::patchwise_conv_transpose2d: its gradients are matrix products too
-// (ops/cpu/patchwise_conv_transpose2d_kernel.h), not libtorch's or oneDNN's transposed
-// convolution.
+// (ops/cpu/patchwise_conv_transpose2d_kernel.h), not libtorch's transposed convolution's.
 #include "detkit/ops/patchwise_conv_transpose2d.h"
 
 #include <ATen/ATen.h>

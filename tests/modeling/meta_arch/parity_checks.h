@@ -55,11 +55,9 @@ inline at::Tensor expect_losses_match(const structures::LossDict& losses,
   return total;
 }
 
-/// Expects each "grad.<name>" of `outputs` within `tolerance` (1e-4: the fixtures' measured
-/// noise with a margin) of its largest value; returns how many.
+/// Expects each "grad.<name>" of `outputs` within 1e-4 of its largest value; returns how many.
 inline int expect_gradients_match(const torch::nn::Module& model,
-                                  const checkpoint::TensorDict& outputs, const std::string& label,
-                                  double tolerance = 1e-4) {
+                                  const checkpoint::TensorDict& outputs, const std::string& label) {
   const auto params = model.named_parameters();
   int checked = 0;
   for (const auto& [key, want] : outputs) {
@@ -74,7 +72,7 @@ inline int expect_gradients_match(const torch::nn::Module& model,
     const double scale = want.abs().max().item<double>();
     std::cout << "[ detectron2 parity ] " << label << " grad " << name << ": max abs diff " << diff
               << " (values up to " << scale << ")\n";
-    EXPECT_LT(diff, tolerance * scale) << label << " " << name;
+    EXPECT_LT(diff, 1e-4 * scale) << label << " " << name;
     ++checked;
   }
   return checked;

@@ -142,15 +142,14 @@ TEST(CascadeParity, DetectionsAndMasksMatchDetectron2) {
   }
 }
 
-// Under libtorch's direct convolutions, Detectron2's kernels, the gradients are held to the
-// fixture's 1e-4. Under the default CONV_ALGORITHM auto the Winograd kernels' rounding (about
-// 10x the direct kernels', tests/ops/test_winograd_conv2d.cpp) reaches the box head's fc2 through
-// the pooled features: 1.1e-4 of its largest value measured, held to 3e-4. Losses: 1e-4 in both.
+// Under libtorch's convolutions (CONV_ALGORITHM direct), Detectron2's kernels, and under the
+// default auto, where the mask head's upsampling runs as matrix products
+// (ops/patchwise_conv_transpose2d.h): gradients and losses within the fixture's 1e-4 either way
+// (torch 2.11, auto: 6.6e-6 of the largest value at most, fpn_output2's weight).
 TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
   CascadeFixture f;
   REQUIRE_FIXTURE(f);
-  for (auto [algorithm, tolerance] : {std::pair{layers::ConvAlgorithm::kDirect, 1e-4},
-                                      std::pair{layers::ConvAlgorithm::kAuto, 3e-4}}) {
+  for (auto algorithm : {layers::ConvAlgorithm::kDirect, layers::ConvAlgorithm::kAuto}) {
     layers::set_conv_algorithm(algorithm);
     const std::string label = algorithm == layers::ConvAlgorithm::kAuto ? "cascade (auto)"
                                                                         : "cascade (direct)";
@@ -166,7 +165,7 @@ TEST(CascadeParity, TrainingLossesAndGradientsMatchDetectron2) {
     testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], label);
     EXPECT_EQ(losses.size(), 9u);
     testing::expect_losses_match(losses, f.meta["train_losses"], label).backward();
-    EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), label, tolerance), 8);
+    EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), label), 8);
   }
 }
 
