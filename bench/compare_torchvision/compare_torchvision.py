@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """detkit vs torchvision side by side on this machine: training, inference and data loading
 images/s of Mask R-CNN, Faster R-CNN, RetinaNet and Keypoint R-CNN R50-FPN, alternating A/B
 runs in one invocation (--models picks some of mask,faster,retinanet,keypoint); with
 --detectron2-env, Detectron2 itself as a third side (detectron2_peer.py: the same YAML).
 
-    cmake --build build && /usr/bin/python3 bench/compare_torchvision/compare_torchvision.py
+    cmake --build build && .venv/bin/python bench/compare_torchvision/compare_torchvision.py
 
 Both sides run on a shapes dataset made here by `detkit make-shapes` (512x384 images, so the
 384/512 resize is the identity for both; --image-size 1333x800 makes 1333x800 images and sets
@@ -26,6 +26,7 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 CONFIGS = {"mask": "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvision.yaml",
            "faster": "configs/Torchvision-Comparisons/faster_rcnn_R_50_FPN_torchvision.yaml",
            "retinanet": "configs/Torchvision-Comparisons/retinanet_R_50_FPN_torchvision.yaml",
@@ -169,8 +170,9 @@ def save_raw(args, results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--detkit", default=os.path.join(REPO, "build", "tools", "detkit"))
-    parser.add_argument("--python", default="/usr/bin/python3",
-                        help="a Python with Debian's torch and torchvision")
+    parser.add_argument("--python",
+                        default=VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable,
+                        help="a Python with torch 2.11 and torchvision 0.26 (default: .venv)")
     parser.add_argument("--work-dir", help="dataset and raw results (default: a temp folder)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)

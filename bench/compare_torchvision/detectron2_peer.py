@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Detectron2's side of bench/compare_torchvision (--detectron2-env): the same train and eval
 measurements as `detkit benchmark`, with Detectron2 itself reading the very YAML detkit reads
 (configs/Torchvision-Comparisons/*: Detectron2 loads them unchanged), on the shapes dataset

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Self time per op in a Chrome trace written by `detkit benchmark --profile` or by
 torchvision_peer.py --profile: the top ops, their share of the traced time and call counts.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torchvision's side of bench/compare_torchvision: the same three measurements as
 `detkit benchmark` (train, eval, data), with torchvision's Mask R-CNN / Faster R-CNN R50-FPN
 (random init) and a torch DataLoader, on a COCO-format dataset made by `detkit make-shapes`;

@@ -6,7 +6,7 @@ alternating which runs first every round; the gradient communication per iterati
 of it that backward did not hide; and, from the measured all-reduce rate and step time, a short
 model of 8 devices and of 2-4 nodes.
 
-    /usr/bin/python3 bench/distributed_scaling/distributed_scaling.py [--rounds 2]
+    .venv/bin/python bench/distributed_scaling/distributed_scaling.py [--rounds 2]
 """
 import argparse
 import json
@@ -18,6 +18,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 CONFIG = "configs/Torchvision-Comparisons/mask_rcnn_R_50_FPN_torchvision.yaml"
 
 
@@ -88,8 +89,9 @@ def main():
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--window", default="3:10")
     parser.add_argument("--work-dir")
-    parser.add_argument("--python", default="/usr/bin/python3",
-                        help="a Python with Debian's torch, for the bare all-reduce rate")
+    parser.add_argument("--python",
+                        default=VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable,
+                        help="a Python with torch 2.11 and torchvision 0.26 (default: .venv)")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="distributed_scaling_")
     shapes = os.path.join(work, "shapes")

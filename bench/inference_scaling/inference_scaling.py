@@ -5,7 +5,7 @@ detections are gathered to rank 0), alternating which runs first every round. Th
 is the sum over its ranks of (images after warm-up / inference seconds), from each rank's
 "Total inference time" log line; the ranks run at the same time.
 
-    /usr/bin/python3 bench/inference_scaling/inference_scaling.py [--rounds 2] [--images 32]
+    .venv/bin/python bench/inference_scaling/inference_scaling.py [--rounds 2] [--images 32]
 """
 import argparse
 import os

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Where a training step's oneDNN time goes, measured in place: every convolution, deconvolution
 and reorder libtorch runs on its oneDNN, timed by oneDNN itself (ONEDNN_VERBOSE=1), per iteration.
 
