@@ -16,6 +16,7 @@
 #include "detkit/checkpoint/torchvision_resnet.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "detkit/utils/strings.h"
 
 namespace detkit::checkpoint {
 namespace {
@@ -51,11 +52,6 @@ std::string resnet_prefix(const TensorDict& own, const std::string& path) {
 bool ignored_like_detectron2(const std::string& name) {
   return name == "pixel_mean" || name == "pixel_std" ||
          name.find("anchor_generator.cell_anchors") != std::string::npos;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // FrozenBatchNorm2d modules (weight and running_var are buffers, not parameters) whose weight

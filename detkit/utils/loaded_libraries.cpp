@@ -4,11 +4,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <fstream>
 #include <initializer_list>
 #include <set>
 #include <sstream>
 
+#include "detkit/utils/file_io.h"
 #include "detkit/utils/strings.h"
 
 namespace detkit {
@@ -31,8 +31,8 @@ bool starts_with_any(const std::string& text, std::initializer_list<const char*>
 }
 
 bool is_shared_library(const std::string& name) {
-  return (name.size() > 3 && name.compare(name.size() - 3, 3, ".so") == 0) ||
-         name.find(".so.") != std::string::npos;  // libgomp.so.1, libopenblasp-r0.3.21.so
+  // libdnnl.so, libgomp.so.1, libopenblasp-r0.3.21.so
+  return ends_with(name, ".so") || name.find(".so.") != std::string::npos;
 }
 
 // A BLAS or LAPACK under its interface's generic name, whoever built it.
@@ -63,9 +63,7 @@ std::vector<std::string> mapped_libraries(const std::string& maps) {
     if (!(fields >> address >> permissions >> offset >> device >> inode)) continue;
     std::getline(fields >> std::ws, path);
     const std::string deleted = " (deleted)";
-    if (path.size() > deleted.size() &&
-        path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
-      path.resize(path.size() - deleted.size());
+    if (ends_with(path, deleted)) path.resize(path.size() - deleted.size());
     if (path.empty() || path[0] != '/' || !is_shared_library(file_name(path))) continue;
     if (seen.insert(path).second) libraries.push_back(path);
   }
@@ -73,10 +71,7 @@ std::vector<std::string> mapped_libraries(const std::string& maps) {
 }
 
 std::vector<std::string> loaded_libraries() {
-  std::ifstream maps("/proc/self/maps");
-  std::stringstream text;
-  text << maps.rdbuf();
-  return mapped_libraries(text.str());
+  return mapped_libraries(read_file("/proc/self/maps"));  // unreadable: an error, never "none"
 }
 
 std::string torch_library_dir(const std::vector<std::string>& libraries) {

@@ -21,4 +21,9 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+/// Whether `text` ends with `suffix`, byte for byte.
+inline bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
 }  // namespace detkit
