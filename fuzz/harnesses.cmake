@@ -1,7 +1,7 @@
 # The fuzz harnesses, for both builds: each one's detkit sources (for the libFuzzer build,
 # which compiles them with clang and the sanitizers), libraries, and the shared seed files
 # its replay test runs besides fuzz/corpus/<name> and fuzz/regressions/<name>.
-set(DETKIT_FUZZ_HARNESSES coco_json results_json yaml_config rle polygon zip image weights)
+set(DETKIT_FUZZ_HARNESSES coco_json results_json yaml_config python_expression rle polygon zip image weights)
 # Harnesses whose sources need libtorch (c10::IValue, tensors): their libFuzzer build links it.
 set(DETKIT_FUZZ_TORCH_HARNESSES weights)
 
@@ -16,7 +16,10 @@ set(DETKIT_FUZZ_SOURCES_coco_json ${_utils} detkit/structures/mask_ops.cpp
 set(DETKIT_FUZZ_SOURCES_results_json ${_utils} detkit/structures/mask_ops.cpp
     detkit/evaluation/coco_results.cpp)
 set(DETKIT_FUZZ_SOURCES_yaml_config ${_utils} detkit/config/cfg_node.cpp
-    detkit/config/cfg_value.cpp detkit/config/defaults.cpp detkit/config/yaml_io.cpp)
+    detkit/config/cfg_value.cpp detkit/config/defaults.cpp detkit/config/yaml_io.cpp
+    detkit/config/python_expression_parser.cpp detkit/config/python_expression.cpp)
+set(DETKIT_FUZZ_SOURCES_python_expression ${_utils} detkit/config/cfg_value.cpp
+    detkit/config/python_expression_parser.cpp detkit/config/python_expression.cpp)
 set(DETKIT_FUZZ_SOURCES_rle ${_utils} detkit/structures/mask_ops.cpp)
 set(DETKIT_FUZZ_SOURCES_polygon ${DETKIT_FUZZ_SOURCES_rle})
 set(DETKIT_FUZZ_SOURCES_zip ${_utils} detkit/checkpoint/zip_archive.cpp)
@@ -32,6 +35,7 @@ set(DETKIT_FUZZ_SOURCES_image ${_utils} detkit/data/image/image_io.cpp
 set(DETKIT_FUZZ_LIBS_coco_json detkit_data)
 set(DETKIT_FUZZ_LIBS_results_json detkit_evaluation)
 set(DETKIT_FUZZ_LIBS_yaml_config detkit_config)
+set(DETKIT_FUZZ_LIBS_python_expression detkit_config)
 set(DETKIT_FUZZ_LIBS_rle detkit_structures)
 set(DETKIT_FUZZ_LIBS_polygon detkit_structures)
 set(DETKIT_FUZZ_LIBS_zip detkit_checkpoint)
@@ -42,6 +46,7 @@ set(DETKIT_FUZZ_LIBS_weights detkit_checkpoint)
 set(DETKIT_FUZZ_SEEDS_coco_json
     ${DETKIT_SHARED_DIR}/data/coco_tiny/annotations
     ${DETKIT_SHARED_DIR}/fixtures/cocoeval_keypoints/person_keypoints_val2017_synth.json)
+set(DETKIT_FUZZ_SEEDS_python_expression)  # corpus only
 set(DETKIT_FUZZ_SEEDS_results_json)  # shared results files need a leading type byte: corpus only
 set(DETKIT_FUZZ_SEEDS_yaml_config ${PROJECT_SOURCE_DIR}/configs)
 set(DETKIT_FUZZ_SEEDS_zip ${DETKIT_SHARED_DIR}/fixtures/detectron2)

@@ -263,6 +263,13 @@ class LiteralParser {
 
 }  // namespace
 
+size_t count_values(const CfgValue& v) {
+  size_t n = 1;
+  if (v.kind() == CfgValue::Kind::List)
+    for (const auto& item : v.as_list()) n += count_values(item);
+  return n;
+}
+
 CfgValue parse_literal(const std::string& text) {
   if (auto v = LiteralParser(text).parse_all()) return *v;
   return CfgValue(text);

@@ -1,6 +1,7 @@
 #pragma once
 // One config leaf value with Detectron2's (yacs') value types: None, bool, int, float, string and
 // lists/tuples of these (tuples are lists here: yacs treats the two as interchangeable).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ class CfgValue {
 
 /// Name of a kind for messages: "None", "bool", "int", "float", "string", "list".
 const char* kind_name(CfgValue::Kind kind);
+
+/// Values `v` holds, itself and every nested item counted: what the per-key limits count.
+size_t count_values(const CfgValue& v);
 
 /// Shortest decimal text that reads back as exactly `v`, always with a '.' or exponent so YAML
 /// and Python read it back as a float (0.02, 1.0, 1.0e-10).

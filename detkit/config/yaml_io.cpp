@@ -8,6 +8,7 @@
 #include <set>
 
 #include "detkit/config/cfg_node.h"
+#include "detkit/config/python_expression.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
 
@@ -87,6 +88,23 @@ void dump_list(const CfgValue& list, int indent, const std::string& first_prefix
 constexpr size_t kMaxValuesPerKey = 10000;
 // Longest _BASE_ chain: Detectron2's own configs use one to three files.
 constexpr size_t kMaxBaseDepth = 32;
+// YAML tags as yaml-cpp reports them: "?" for a plain node, "!" for a quoted scalar, the
+// standard "!!name" tags with their long prefix.
+const std::string kStandardTagPrefix = "tag:yaml.org,2002:";
+const std::string kEvalTag = kStandardTagPrefix + "python/object/apply:eval";
+const std::string kTupleTag = kStandardTagPrefix + "python/tuple";
+
+std::string tag_as_written(const std::string& tag) {
+  if (tag.rfind(kStandardTagPrefix, 0) == 0) return "!!" + tag.substr(kStandardTagPrefix.size());
+  return tag;
+}
+
+bool is_standard_tag(const std::string& tag) {
+  for (const char* name : {"str", "int", "float", "bool", "null", "seq", "map"})
+    if (tag == kStandardTagPrefix + name) return true;
+  return false;
+}
+
 // Nesting past yaml-cpp's depth guard (500 levels in 0.7) is its DeepRecursion error, named below.
 
 }  // namespace
@@ -103,11 +121,18 @@ struct YamlIO {
       throw Error("config key '" + key + "' in " + file + " holds more than " +
                   std::to_string(kMaxValuesPerKey) +
                   " values (YAML aliases count once per use); refused");
+    const std::string& tag = node.Tag();
+    if (tag == kEvalTag) return evaluated(node, key, file, values_left, top_level);
+    if (!tag.empty() && tag != "?" && tag != "!" && tag != kTupleTag && !is_standard_tag(tag))
+      throw Error("config key '" + key + "' in " + file + ": YAML tag '" + tag_as_written(tag) +
+                  "' is not one detkit reads (of Python tags, Detectron2's configs use "
+                  "!!python/object/apply:eval; !!python/tuple is read too)");
     switch (node.Type()) {
       case YAML::NodeType::Null:
         return CfgValue();
       case YAML::NodeType::Scalar: {
-        CfgValue v = node.Tag() == "!" ? CfgValue(node.Scalar()) : resolve_plain(node.Scalar());
+        CfgValue v = tag == "!" || tag == kStandardTagPrefix + "str" ? CfgValue(node.Scalar())
+                                                                     : resolve_plain(node.Scalar());
         if (top_level && v.kind() == CfgValue::Kind::String) v = parse_literal(v.as_string());
         return v;
       }
@@ -121,6 +146,27 @@ struct YamlIO {
         throw Error("config key '" + key + "' in " + file +
                     " is a value, but the file gives it a mapping");
     }
+  }
+
+  // `!!python/object/apply:eval ["EXPR"]`: Python's eval(EXPR) for Detectron2 (through
+  // yaml.unsafe_load); here detkit's restricted evaluator, which runs no Python.
+  CfgValue evaluated(const YAML::Node& node, const std::string& key, const std::string& file,
+                     size_t& values_left, bool top_level) {
+    if (!node.IsSequence() || node.size() != 1 || !node[0].IsScalar())
+      throw Error("config key '" + key + "' in " + file +
+                  ": !!python/object/apply:eval takes a list of one expression string, as in "
+                  "!!python/object/apply:eval [\"[x * 2 for x in [16, 32]]\"]");
+    const std::string expression = node[0].Scalar();
+    CfgValue v;
+    try {
+      v = eval_python_expression(expression, values_left + 1);
+    } catch (const Error& e) {
+      throw Error("config key '" + key + "' in " + file + ": !!python/object/apply:eval \"" +
+                  expression + "\": " + e.what());
+    }
+    values_left -= std::min(values_left, count_values(v) - 1);
+    if (top_level && v.kind() == CfgValue::Kind::String) v = parse_literal(v.as_string());
+    return v;
   }
 
   void apply(const YAML::Node& mapping, const std::string& prefix, const std::string& file) {
