@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
+#include "detkit/utils/error.h"
+
 namespace detkit::layers {
 
 at::Tensor smooth_l1_loss_sum(const at::Tensor& input, const at::Tensor& target, double beta) {
@@ -24,6 +28,64 @@ at::Tensor giou_loss_sum(const at::Tensor& boxes, const at::Tensor& targets) {
   const at::Tensor enclosing =
       (at::max(b[2], t[2]) - at::min(b[0], t[0])) * (at::max(b[3], t[3]) - at::min(b[1], t[1]));
   return (1 - (iou - (enclosing - unions) / (enclosing + eps))).sum();
+}
+
+namespace {
+
+constexpr double kEps = 1e-7;
+
+// What DIoU and CIoU share: the IoU and the centre-distance penalty, as Detectron2 computes them.
+struct DistanceTerms {
+  at::Tensor iou, penalty;
+};
+
+DistanceTerms distance_terms(const char* loss, const at::Tensor& boxes, const at::Tensor& targets) {
+  const auto b = boxes.unbind(-1), t = targets.unbind(-1);
+  if (boxes.numel() > 0 && ((b[2] < b[0]).any().item<bool>() || (b[3] < b[1]).any().item<bool>()))
+    throw Error(std::string(loss) + ": a predicted box has x1 > x2 or y1 > y2 (bad box)");
+  const at::Tensor xi1 = at::max(b[0], t[0]), yi1 = at::max(b[1], t[1]);
+  const at::Tensor xi2 = at::min(b[2], t[2]), yi2 = at::min(b[3], t[3]);
+  const at::Tensor overlap = (yi2 > yi1) & (xi2 > xi1);
+  const at::Tensor intersection =
+      at::where(overlap, (xi2 - xi1) * (yi2 - yi1), at::zeros_like(xi1));
+  const at::Tensor unions =
+      (b[2] - b[0]) * (b[3] - b[1]) + (t[2] - t[0]) * (t[3] - t[1]) - intersection + kEps;
+  const at::Tensor xc1 = at::min(b[0], t[0]), yc1 = at::min(b[1], t[1]);
+  const at::Tensor xc2 = at::max(b[2], t[2]), yc2 = at::max(b[3], t[3]);
+  const at::Tensor diagonal = at::pow(xc2 - xc1, 2) + at::pow(yc2 - yc1, 2) + kEps;
+  const at::Tensor x_p = (b[2] + b[0]) / 2, y_p = (b[3] + b[1]) / 2;
+  const at::Tensor x_t = (t[0] + t[2]) / 2, y_t = (t[1] + t[3]) / 2;
+  const at::Tensor distance = at::pow(x_p - x_t, 2) + at::pow(y_p - y_t, 2);
+  return {intersection / unions, distance / diagonal};
+}
+
+}  // namespace
+
+at::Tensor diou_loss_sum(const at::Tensor& boxes, const at::Tensor& targets) {
+  const DistanceTerms d = distance_terms("diou_loss", boxes, targets);
+  return (1 - d.iou + d.penalty).sum();
+}
+
+at::Tensor ciou_loss_sum(const at::Tensor& boxes, const at::Tensor& targets) {
+  const DistanceTerms d = distance_terms("ciou_loss", boxes, targets);
+  const auto b = boxes.unbind(-1), t = targets.unbind(-1);
+  const at::Tensor w = b[2] - b[0], h = b[3] - b[1];
+  const at::Tensor w_t = t[2] - t[0], h_t = t[3] - t[1];
+  const at::Tensor v = (4 / (M_PI * M_PI)) * at::pow(at::atan(w_t / h_t) - at::atan(w / h), 2);
+  const at::Tensor alpha = (v / (1 - d.iou + v + kEps)).detach();
+  return (1 - d.iou + d.penalty + alpha * v).sum();
+}
+
+bool is_box_reg_loss_type(const std::string& type) {
+  return type == "smooth_l1" || type == "giou" || type == "diou" || type == "ciou";
+}
+
+at::Tensor iou_box_reg_loss_sum(const std::string& type, const at::Tensor& boxes,
+                                const at::Tensor& targets) {
+  if (type == "giou") return giou_loss_sum(boxes, targets);
+  if (type == "diou") return diou_loss_sum(boxes, targets);
+  if (type == "ciou") return ciou_loss_sum(boxes, targets);
+  throw Error("invalid IoU box regression loss type '" + type + "' (giou, diou or ciou)");
 }
 
 at::Tensor sigmoid_focal_loss_sum(const at::Tensor& logits, const at::Tensor& targets, double alpha,

@@ -3,7 +3,7 @@ here because Detectron2 is not installed) on tensors saved by tests/parity/oracl
 
 Usage: python3 oracle_ops.py IN.pt OUT.pt MODE
 IN.pt is a dict of tensors; OUT.pt receives a plain dict of tensors (torch.save).
-MODE is one of roi_align, nms, batched_nms, box_iou, paste_masks.
+MODE is one of roi_align, nms, batched_nms, box_iou, paste_masks, box_iou_losses.
 Several cases share one run (one interpreter start): an input key "name#k" belongs to case k, a
 key without "#" to every case, and the outputs of case k are named "output_name#k".
 """
@@ -77,7 +77,23 @@ def paste_masks(t):
     return {"masks": pasted, "values": values}
 
 
-MODES = {f.__name__: f for f in (roi_align, nms, batched_nms, box_iou, paste_masks)}
+def box_iou_losses(t):
+    # torchvision's IoU losses, whose formulas are Detectron2's (fvcore's giou_loss,
+    # detectron2.layers.diou_loss / ciou_loss; eps 1e-7, CIoU's alpha without gradient).
+    out = {}
+    for name, loss in (("giou", torchvision.ops.generalized_box_iou_loss),
+                       ("diou", torchvision.ops.distance_box_iou_loss),
+                       ("ciou", torchvision.ops.complete_box_iou_loss)):
+        boxes = t["boxes"].clone().requires_grad_(True)
+        value = loss(boxes, t["targets"], reduction="none")
+        value.sum().backward()
+        out[name] = value.detach()
+        out[name + "_grad"] = boxes.grad
+    return out
+
+
+MODES = {f.__name__: f for f in (roi_align, nms, batched_nms, box_iou, paste_masks,
+                                 box_iou_losses)}
 
 
 def run_cases(mode, inputs):

@@ -34,9 +34,9 @@ RetinaNetOptions retinanet_options_from_config(const config::CfgNode& cfg) {
   o.topk_candidates_test = cfg.get_int("MODEL.RETINANET.TOPK_CANDIDATES_TEST");
   o.nms_thresh_test = cfg.get_float("MODEL.RETINANET.NMS_THRESH_TEST");
   o.detections_per_image = cfg.get_int("TEST.DETECTIONS_PER_IMAGE");
-  if (o.box_reg_loss_type != "smooth_l1" && o.box_reg_loss_type != "giou")
+  if (!layers::is_box_reg_loss_type(o.box_reg_loss_type))
     throw Error("MODEL.RETINANET.BBOX_REG_LOSS_TYPE '" + o.box_reg_loss_type +
-                "' is not supported (supported: smooth_l1, giou)");
+                "' is not a box regression loss (smooth_l1, giou, diou, ciou)");
   if (o.num_classes < 1) throw Error("MODEL.RETINANET.NUM_CLASSES must be >= 1");
   return o;
 }
@@ -144,8 +144,9 @@ LossDict RetinaNet::dense_losses(const Boxes& anchors, const DensePredictions& p
     std::vector<at::Tensor> pred_boxes;
     for (int64_t i = 0; i < deltas.size(0); ++i)
       pred_boxes.push_back(box2box_.apply_deltas(deltas[i], anchors.tensor()));
-    loss_box_reg = layers::giou_loss_sum(at::stack(pred_boxes).index({foreground}),
-                                         at::stack(gt_boxes).index({foreground}));
+    loss_box_reg = layers::iou_box_reg_loss_sum(options_.box_reg_loss_type,
+                                                at::stack(pred_boxes).index({foreground}),
+                                                at::stack(gt_boxes).index({foreground}));
   }
   return {{"loss_cls", loss_cls / loss_normalizer_},
           {"loss_box_reg", loss_box_reg / loss_normalizer_}};

@@ -28,7 +28,7 @@ struct RetinaNetOptions {
   std::vector<int64_t> iou_labels{0, -1, 1};
   std::array<double, 4> bbox_reg_weights{1.0, 1.0, 1.0, 1.0};
   double focal_loss_alpha = 0.25, focal_loss_gamma = 2.0;
-  std::string box_reg_loss_type = "smooth_l1";  // or "giou"
+  std::string box_reg_loss_type = "smooth_l1";  // or giou, diou, ciou
   double smooth_l1_beta = 0.1;
   double score_thresh_test = 0.05;
   int64_t topk_candidates_test = 1000;

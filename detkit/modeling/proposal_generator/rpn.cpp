@@ -31,10 +31,10 @@ RPNOptions rpn_options_from_config(const config::CfgNode& cfg) {
   o.smooth_l1_beta = cfg.get_float("MODEL.RPN.SMOOTH_L1_BETA");
   o.loss_weight = cfg.get_float("MODEL.RPN.LOSS_WEIGHT");
   o.bbox_reg_loss_weight = cfg.get_float("MODEL.RPN.BBOX_REG_LOSS_WEIGHT");
-  const std::string loss_type = cfg.get_string("MODEL.RPN.BBOX_REG_LOSS_TYPE");
-  if (loss_type != "smooth_l1")
-    throw Error("MODEL.RPN.BBOX_REG_LOSS_TYPE '" + loss_type +
-                "' is not supported yet (supported: smooth_l1)");
+  o.box_reg_loss_type = cfg.get_string("MODEL.RPN.BBOX_REG_LOSS_TYPE");
+  if (!layers::is_box_reg_loss_type(o.box_reg_loss_type))
+    throw Error("MODEL.RPN.BBOX_REG_LOSS_TYPE '" + o.box_reg_loss_type +
+                "' is not a box regression loss (smooth_l1, giou, diou, ciou)");
   return o;
 }
 
@@ -82,10 +82,22 @@ LossDict RPN::losses(const Boxes& anchors, const at::Tensor& pred_logits,
     put_event_scalar("rpn/num_pos_anchors", pos_mask.sum().item<double>() / num_images);
     put_event_scalar("rpn/num_neg_anchors", (labels == 0).sum().item<double>() / num_images);
   }
-  std::vector<at::Tensor> gt_deltas;
-  for (const auto& boxes : gt_boxes) gt_deltas.push_back(box2box_.get_deltas(anchors.tensor(), boxes));
-  at::Tensor localization = layers::smooth_l1_loss_sum(
-      pred_deltas.index({pos_mask}), at::stack(gt_deltas).index({pos_mask}), options_.smooth_l1_beta);
+  at::Tensor localization;
+  if (options_.box_reg_loss_type == "smooth_l1") {
+    std::vector<at::Tensor> gt_deltas;
+    for (const auto& boxes : gt_boxes)
+      gt_deltas.push_back(box2box_.get_deltas(anchors.tensor(), boxes));
+    localization =
+        layers::smooth_l1_loss_sum(pred_deltas.index({pos_mask}),
+                                   at::stack(gt_deltas).index({pos_mask}), options_.smooth_l1_beta);
+  } else {  // Detectron2's _dense_box_regression_loss: the loss on decoded boxes
+    std::vector<at::Tensor> pred_boxes;
+    for (int64_t i = 0; i < pred_deltas.size(0); ++i)
+      pred_boxes.push_back(box2box_.apply_deltas(pred_deltas[i], anchors.tensor()));
+    localization = layers::iou_box_reg_loss_sum(options_.box_reg_loss_type,
+                                                at::stack(pred_boxes).index({pos_mask}),
+                                                at::stack(gt_boxes).index({pos_mask}));
+  }
   at::Tensor valid = labels >= 0;
   at::Tensor objectness = at::binary_cross_entropy_with_logits(
       pred_logits.index({valid}), labels.index({valid}).to(at::kFloat), {}, {}, at::Reduction::Sum);

@@ -26,10 +26,10 @@ FastRCNNOutputLayersOptions fast_rcnn_options_from_config(const config::CfgNode&
   o.test_score_thresh = cfg.get_float("MODEL.ROI_HEADS.SCORE_THRESH_TEST");
   o.test_nms_thresh = cfg.get_float("MODEL.ROI_HEADS.NMS_THRESH_TEST");
   o.test_topk_per_image = cfg.get_int("TEST.DETECTIONS_PER_IMAGE");
-  const std::string loss_type = cfg.get_string("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE");
-  if (loss_type != "smooth_l1")
-    throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE '" + loss_type +
-                "' is not supported yet (supported: smooth_l1)");
+  o.box_reg_loss_type = cfg.get_string("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE");
+  if (!layers::is_box_reg_loss_type(o.box_reg_loss_type))
+    throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE '" + o.box_reg_loss_type +
+                "' is not a box regression loss (smooth_l1, giou, diou, ciou)");
   for (const char* key : {"MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE", "MODEL.ROI_BOX_HEAD.USE_FED_LOSS"})
     if (cfg.get_bool(key)) throw Error(std::string(key) + " True is not supported yet");
   return o;
@@ -96,10 +96,17 @@ LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor
       deltas.size(1) == 4
           ? deltas.index_select(0, fg)
           : deltas.view({-1, options_.num_classes, 4}).index({fg, gt_classes.index_select(0, fg)});
-  at::Tensor gt_deltas =
-      box2box_.get_deltas(props.index_select(0, fg), targets.index_select(0, fg));
-  at::Tensor loss_box = layers::smooth_l1_loss_sum(fg_deltas, gt_deltas, options_.smooth_l1_beta) /
-                        std::max<double>(gt_classes.numel(), 1.0);
+  at::Tensor loss_box;
+  if (options_.box_reg_loss_type == "smooth_l1") {
+    at::Tensor gt_deltas =
+        box2box_.get_deltas(props.index_select(0, fg), targets.index_select(0, fg));
+    loss_box = layers::smooth_l1_loss_sum(fg_deltas, gt_deltas, options_.smooth_l1_beta);
+  } else {  // on the decoded boxes, as Detectron2's _dense_box_regression_loss
+    loss_box = layers::iou_box_reg_loss_sum(
+        options_.box_reg_loss_type, box2box_.apply_deltas(fg_deltas, props.index_select(0, fg)),
+        targets.index_select(0, fg));
+  }
+  loss_box = loss_box / std::max<double>(gt_classes.numel(), 1.0);
   return {{"loss_cls", loss_cls}, {"loss_box_reg", loss_box * options_.bbox_reg_loss_weight}};
 }
 

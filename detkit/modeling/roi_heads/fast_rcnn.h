@@ -1,12 +1,13 @@
 #pragma once
 // FastRCNNOutputLayers: per-ROI class scores (K + 1, background last) and box deltas, with
-// Detectron2's losses (cross-entropy; smooth-L1 on foreground deltas / number of ROIs) and
-// inference (softmax, per-class boxes, score threshold, per-class NMS, top-k). Child names:
-// "cls_score", "bbox_pred".
+// Detectron2's losses (cross-entropy; smooth-L1 on foreground deltas, or GIoU/DIoU/CIoU on their
+// decoded boxes, / number of ROIs) and inference (softmax, per-class boxes, score threshold,
+// per-class NMS, top-k). Child names: "cls_score", "bbox_pred".
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct FastRCNNOutputLayersOptions {
   int64_t num_classes = 80;
   bool cls_agnostic_bbox_reg = false;
   std::array<double, 4> bbox_reg_weights = {10, 10, 5, 5};
+  std::string box_reg_loss_type = "smooth_l1";  // or giou, diou, ciou
   double smooth_l1_beta = 0;
   double bbox_reg_loss_weight = 1.0;
   double test_score_thresh = 0.05;

@@ -69,8 +69,8 @@ TEST(RegistryErrors, RetinaNetAndCascadeNameTheirBadSettings) {
   const std::vector<std::string> cascade = {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
                                             "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"};
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"MODEL.RETINANET.BBOX_REG_LOSS_TYPE", "diou"},
-       "MODEL.RETINANET.BBOX_REG_LOSS_TYPE 'diou' is not supported"},
+      {{"MODEL.RETINANET.BBOX_REG_LOSS_TYPE", "l1"},
+       "MODEL.RETINANET.BBOX_REG_LOSS_TYPE 'l1' is not a box regression loss"},
       {{"MODEL.RETINANET.NORM", "GN"}, "MODEL.RETINANET.NORM 'GN' is not supported yet"},
       {{"MODEL.RETINANET.PRIOR_PROB", "1.5"}, "MODEL.RETINANET.PRIOR_PROB must be in (0, 1)"},
       {{"MODEL.RETINANET.IN_FEATURES", "['p3', 'p9']"},
