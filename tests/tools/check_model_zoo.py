@@ -204,6 +204,21 @@ expect_in(r.stderr, "iter: 0", "Evaluation results for bbox:")
 metrics = [json.loads(line) for line in open(os.path.join(work, "retinanet", "metrics.json"))]
 assert any("bbox/AP" in m for m in metrics), metrics[-1]
 print("Detectron2's retinanet_R_50_FPN_1x.yaml (tagged anchor sizes): trained, evaluated")
+# A C4 model (Res5ROIHeads): res5 lives in the ROI heads, so the R-50.pkl's res5 weights must
+# reach roi_heads.res5 (Detectron2 matches them by suffix); trained a step, then evaluated.
+c4 = ["train", "--config-file",
+      os.path.join(repo, "configs/COCO-InstanceSegmentation/mask_rcnn_R_50_C4_1x.yaml"),
+      "SOLVER.MAX_ITER", "1", "SOLVER.IMS_PER_BATCH", "1", "INPUT.MIN_SIZE_TRAIN", "(128,)",
+      "INPUT.MAX_SIZE_TRAIN", "160", "INPUT.MIN_SIZE_TEST", "128", "INPUT.MAX_SIZE_TEST", "160",
+      "DATALOADER.NUM_WORKERS", "1", "OUTPUT_DIR", os.path.join(work, "c4"),
+      # res5 runs per region (proposals, then detections for the masks): few, for CI's time
+      "MODEL.RPN.POST_NMS_TOPK_TEST", "20", "TEST.DETECTIONS_PER_IMAGE", "10"]
+r = detkit_run(*c4, environ=train_env)
+expect_in(r.stderr, "iter: 0", "Evaluation results for bbox:", "Evaluation results for segm:")
+missing = r.stderr.split("Some model parameters or buffers are not found in the checkpoint:")[1]
+missing = missing.split("The checkpoint state_dict contains keys")[0]
+assert "res5" not in missing and "roi_heads.box_predictor" in missing, missing
+print("Detectron2's mask_rcnn_R_50_C4_1x.yaml (Res5ROIHeads): res5 loaded from R-50.pkl, trained, evaluated")
 os.remove(r50)
 r = detkit_run(*train, expect_ok=False, environ=train_env)
 expect_in(r.stderr, f"place the file at '{r50}'")

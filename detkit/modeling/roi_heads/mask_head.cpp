@@ -14,7 +14,6 @@ using structures::Instances;
 
 MaskRCNNConvUpsampleHead::MaskRCNNConvUpsampleHead(const MaskRCNNConvUpsampleHeadOptions& o)
     : options_(o) {
-  if (o.conv_dims.empty()) throw Error("MODEL.ROI_MASK_HEAD.NUM_CONV must be at least 1");
   int64_t channels = o.input_channels;
   for (size_t k = 0; k < o.conv_dims.size(); ++k) {
     layers::Conv2d conv(layers::Conv2dOptions(channels, o.conv_dims[k], 3)
@@ -28,10 +27,10 @@ MaskRCNNConvUpsampleHead::MaskRCNNConvUpsampleHead(const MaskRCNNConvUpsampleHea
   }
   deconv_ = register_module(
       "deconv", torch::nn::ConvTranspose2d(
-                    torch::nn::ConvTranspose2dOptions(channels, o.conv_dims.back(), 2).stride(2)));
+                    torch::nn::ConvTranspose2dOptions(channels, o.deconv_channels, 2).stride(2)));
   const int64_t num_masks = o.cls_agnostic_mask ? 1 : o.num_classes;
   predictor_ = register_module(
-      "predictor", layers::Conv2d(layers::Conv2dOptions(o.conv_dims.back(), num_masks, 1)));
+      "predictor", layers::Conv2d(layers::Conv2dOptions(o.deconv_channels, num_masks, 1)));
   torch::NoGradGuard no_grad;
   torch::nn::init::kaiming_normal_(deconv_->weight, 0.0, torch::kFanOut, torch::kReLU);
   deconv_->bias.zero_();
@@ -121,8 +120,11 @@ DETKIT_REGISTER_MASK_HEAD(MaskRCNNConvUpsampleHead, [](const config::CfgNode& cf
   MaskRCNNConvUpsampleHeadOptions o;
   o.input_channels = input_channels;
   o.num_classes = cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES");
-  o.conv_dims.assign(cfg.get_int("MODEL.ROI_MASK_HEAD.NUM_CONV"),
-                     cfg.get_int("MODEL.ROI_MASK_HEAD.CONV_DIM"));
+  const int64_t num_conv = cfg.get_int("MODEL.ROI_MASK_HEAD.NUM_CONV");
+  if (num_conv < 0)
+    throw Error("MODEL.ROI_MASK_HEAD.NUM_CONV must be 0 or more, got " + std::to_string(num_conv));
+  o.deconv_channels = cfg.get_int("MODEL.ROI_MASK_HEAD.CONV_DIM");
+  o.conv_dims.assign(num_conv, o.deconv_channels);
   o.norm = cfg.get_string("MODEL.ROI_MASK_HEAD.NORM");
   o.cls_agnostic_mask = cfg.get_bool("MODEL.ROI_MASK_HEAD.CLS_AGNOSTIC_MASK");
   return std::make_shared<MaskRCNNConvUpsampleHead>(o);

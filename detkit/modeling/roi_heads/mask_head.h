@@ -29,7 +29,8 @@ class MaskHead : public torch::nn::Module {
 struct MaskRCNNConvUpsampleHeadOptions {
   int64_t input_channels = 256;
   int64_t num_classes = 80;
-  std::vector<int64_t> conv_dims = {256, 256, 256, 256};  // NUM_CONV x CONV_DIM
+  std::vector<int64_t> conv_dims = {256, 256, 256, 256};  // NUM_CONV x CONV_DIM (may be none)
+  int64_t deconv_channels = 256;                          // CONV_DIM: the deconvolution's output
   std::string norm;
   bool cls_agnostic_mask = false;
   double loss_weight = 1.0;

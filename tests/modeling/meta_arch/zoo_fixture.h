@@ -1,0 +1,52 @@
+#pragma once
+// A Detectron2 model-zoo parity fixture of ../shared/fixtures/<name>/ (config.yaml, weights.pth,
+// outputs.pth, outputs.json with two coco_tiny val images): the model with its weights and the
+// two images as Detectron2's test mapper gave them, with their ground truth for training.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "tests/modeling/meta_arch/fixture_targets.h"
+#include "tests/support/detectron2_fixture.h"
+
+namespace detkit::testing {
+
+struct ZooFixture {
+  Detectron2Fixture fx;
+  nlohmann::json meta;
+  explicit ZooFixture(const std::string& name) {
+    fx.dir = std::string(DETKIT_SHARED_DIR) + "/fixtures/" + name + "/";
+    if (fx.present()) meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
+  }
+  std::shared_ptr<modeling::GeneralizedRCNN> model() {
+    auto model = modeling::build_generalized_rcnn(fx.config());
+    auto report = checkpoint::load_state_dict(*model, fx.weights());
+    EXPECT_TRUE(report.complete()) << report.summary();
+    return model;
+  }
+  std::vector<modeling::ModelInput> batch(bool with_targets) {
+    const nlohmann::json coco = nlohmann::json::parse(std::ifstream(
+        std::string(DETKIT_SHARED_DIR) + "/data/coco_tiny/annotations/instances_val2017.json"));
+    std::vector<modeling::ModelInput> batch(2);
+    for (int i = 0; i < 2; ++i) {
+      const auto& m = meta["images"][i];
+      batch[i].image = fx.outputs().at("input_tensor_" + std::to_string(i));  // uint8, as mapped
+      batch[i].height = m["height"];
+      batch[i].width = m["width"];
+      if (with_targets)
+        batch[i].instances = fixture_targets(coco, m["image_id"], m["height"], m["width"],
+                                             batch[i].image.size(1), batch[i].image.size(2));
+    }
+    return batch;
+  }
+};
+
+#define REQUIRE_FIXTURE(f) \
+  if (!(f).fx.present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
+
+}  // namespace detkit::testing
