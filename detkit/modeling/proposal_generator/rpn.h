@@ -27,8 +27,7 @@ struct RPNOptions {
   double nms_thresh = 0.7;
   double min_box_size = 0;
   int64_t boundary_thresh = -1;  // < 0: anchors crossing the image border are kept
-  std::string box_reg_loss_type =
-      "smooth_l1";  // or giou, diou, ciou (MODEL.RPN.BBOX_REG_LOSS_TYPE)
+  std::string box_reg_loss_type = "smooth_l1";  // or giou, diou, ciou
   double smooth_l1_beta = 0;
   double loss_weight = 1.0, bbox_reg_loss_weight = 1.0;
 };

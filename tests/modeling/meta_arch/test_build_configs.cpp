@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "detkit/analysis/model_analysis.h"
@@ -36,10 +37,18 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
       {"COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml", {41699936, 0}},
       {"COCO-Detection/faster_rcnn_X_101_32x8d_FPN_3x.yaml", {104784480, 0}},
   };
+  // The zoo files of families still to come are refused by name (tests/tools/zoo_refusals.txt,
+  // checked by cli.zoo.*): every other config builds.
+  std::set<std::string> refused;
+  std::ifstream refusals(std::string(DETKIT_SOURCE_DIR) + "/tests/tools/zoo_refusals.txt");
+  for (std::string line; std::getline(refusals, line);)
+    if (!line.empty() && line[0] != '#') refused.insert(line.substr(0, line.find('\t')));
+  ASSERT_FALSE(refused.empty()) << "tests/tools/zoo_refusals.txt unread";
   int built = 0, checked = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = std::filesystem::relative(entry.path(), kConfigs).string();
+    if (refused.count(name)) continue;
     std::shared_ptr<MetaArch> model;
     ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
     ++built;

@@ -40,7 +40,7 @@ TEST(RegistryErrors, UnknownNamesListTheRegisteredOnes) {
        "build_resnet_backbone, build_resnet_fpn_backbone, build_retinanet_resnet_fpn_backbone, "
        "build_retinanet_resnet_fpn_p5_backbone"},
       {"MODEL.PROPOSAL_GENERATOR.NAME", "RPN"},
-      {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads, StandardROIHeads"},
+      {"MODEL.ROI_HEADS.NAME", "CascadeROIHeads, Res5ROIHeads, StandardROIHeads"},
       {"MODEL.ROI_BOX_HEAD.NAME", "FastRCNNConvFCHead"},
       {"MODEL.ROI_MASK_HEAD.NAME", "MaskRCNNConvUpsampleHead"},
   };
