@@ -70,6 +70,18 @@ TEST(MapperErrors, NotAnImage) {
   EXPECT_NE(message.find("image id 9"), std::string::npos) << message;
 }
 
+// DICOM is refused before OpenCV, whose GDCM reader aborted the process on a malformed one.
+TEST(MapperErrors, ADicomFileIsRefusedByName) {
+  testing::TempDir dir("mapper_dicom");
+  const std::string path =
+      dir.write("images/scan.dcm", std::string(128, '\xff') + "DICM" + std::string(1, '\xda'));
+  CocoDataset dataset =
+      testing::write_and_load(dir, coco_image(9, "scan.dcm", 8, 8), coco_annotation(1, 9, 1));
+  const std::string message = mapping_error(dataset);
+  EXPECT_NE(message.find(path + ": a DICOM file, which detkit does not read"), std::string::npos)
+      << message;
+}
+
 // A decompression bomb: a small PNG whose header declares 20000 x 20000 pixels (1.2 GB decoded)
 // is refused from its header, before any decoding. The JPEG header is read the same way.
 TEST(MapperErrors, AnImageDeclaringTooManyPixelsIsRefusedBeforeDecoding) {

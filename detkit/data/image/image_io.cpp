@@ -84,6 +84,13 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
                 std::to_string(height) + " (width x height) pixels, over the limit of " +
                 std::to_string(kMaxImagePixels) +
                 " (PIL's decompression-bomb threshold); not decoded");
+  // DICOM ("DICM" after a 128-byte preamble): OpenCV hands it to GDCM, whose reader aborts the
+  // process on a malformed file (an assert; found by fuzz.libfuzzer.image in CI). PIL, which
+  // Detectron2 reads images with, has no DICOM reader either.
+  if (bytes.size() >= 132 && std::memcmp(bytes.data() + 128, "DICM", 4) == 0)
+    throw Error(path +
+                ": a DICOM file, which detkit does not read (nor does Detectron2's PIL); "
+                "convert it to PNG or JPEG");
   const bool rgb = format == "RGB";
   // JPEGs without a rotation go the fast way; anything else (PNG, rotated, CMYK) through OpenCV.
   if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8 &&
