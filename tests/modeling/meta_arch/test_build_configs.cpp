@@ -49,6 +49,12 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
     if (entry.path().extension() != ".yaml") continue;
     const std::string name = std::filesystem::relative(entry.path(), kConfigs).string();
     if (refused.count(name)) continue;
+    // The zoo's model files are built by cli.zoo.<file> (detkit analyze-model); here the rest
+    // (Base-*, quick/, Torchvision-Comparisons/) and the ones with Detectron2's totals below.
+    const bool zoo_model = name.rfind("quick/", 0) != 0 &&
+                           name.rfind("Torchvision-Comparisons/", 0) != 0 &&
+                           name.find("Base-") == std::string::npos;
+    if (zoo_model && !detectron2.count(name)) continue;
     std::shared_ptr<MetaArch> model;
     ASSERT_NO_THROW(model = build_model(load_config(entry.path().string()))) << name;
     ++built;
