@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "detkit/utils/error.h"
 
@@ -14,25 +16,34 @@ at::Tensor smooth_l1_loss_sum(const at::Tensor& input, const at::Tensor& target,
   return at::where(n < beta, 0.5 * n * n / beta, n - 0.5 * beta).sum();
 }
 
-at::Tensor giou_loss_sum(const at::Tensor& boxes, const at::Tensor& targets) {
-  constexpr double eps = 1e-7;
-  const auto b = boxes.unbind(-1), t = targets.unbind(-1);
+namespace {
+
+constexpr double kEps = 1e-7;
+
+// The intersection and union areas of paired XYXY boxes, as fvcore and Detectron2 compute them.
+std::pair<at::Tensor, at::Tensor> intersection_and_union(const std::vector<at::Tensor>& b,
+                                                          const std::vector<at::Tensor>& t) {
   const at::Tensor xi1 = at::max(b[0], t[0]), yi1 = at::max(b[1], t[1]);
   const at::Tensor xi2 = at::min(b[2], t[2]), yi2 = at::min(b[3], t[3]);
   const at::Tensor overlap = (yi2 > yi1) & (xi2 > xi1);
   const at::Tensor intersection =
       at::where(overlap, (xi2 - xi1) * (yi2 - yi1), at::zeros_like(xi1));
-  const at::Tensor unions =
-      (b[2] - b[0]) * (b[3] - b[1]) + (t[2] - t[0]) * (t[3] - t[1]) - intersection;
-  const at::Tensor iou = intersection / (unions + eps);
+  return {intersection,
+          (b[2] - b[0]) * (b[3] - b[1]) + (t[2] - t[0]) * (t[3] - t[1]) - intersection};
+}
+
+}  // namespace
+
+at::Tensor giou_loss_sum(const at::Tensor& boxes, const at::Tensor& targets) {
+  const auto b = boxes.unbind(-1), t = targets.unbind(-1);
+  const auto [intersection, unions] = intersection_and_union(b, t);
+  const at::Tensor iou = intersection / (unions + kEps);
   const at::Tensor enclosing =
       (at::max(b[2], t[2]) - at::min(b[0], t[0])) * (at::max(b[3], t[3]) - at::min(b[1], t[1]));
-  return (1 - (iou - (enclosing - unions) / (enclosing + eps))).sum();
+  return (1 - (iou - (enclosing - unions) / (enclosing + kEps))).sum();
 }
 
 namespace {
-
-constexpr double kEps = 1e-7;
 
 // What DIoU and CIoU share: the IoU and the centre-distance penalty, as Detectron2 computes them.
 struct DistanceTerms {
@@ -43,13 +54,8 @@ DistanceTerms distance_terms(const char* loss, const at::Tensor& boxes, const at
   const auto b = boxes.unbind(-1), t = targets.unbind(-1);
   if (boxes.numel() > 0 && ((b[2] < b[0]).any().item<bool>() || (b[3] < b[1]).any().item<bool>()))
     throw Error(std::string(loss) + ": a predicted box has x1 > x2 or y1 > y2 (bad box)");
-  const at::Tensor xi1 = at::max(b[0], t[0]), yi1 = at::max(b[1], t[1]);
-  const at::Tensor xi2 = at::min(b[2], t[2]), yi2 = at::min(b[3], t[3]);
-  const at::Tensor overlap = (yi2 > yi1) & (xi2 > xi1);
-  const at::Tensor intersection =
-      at::where(overlap, (xi2 - xi1) * (yi2 - yi1), at::zeros_like(xi1));
-  const at::Tensor unions =
-      (b[2] - b[0]) * (b[3] - b[1]) + (t[2] - t[0]) * (t[3] - t[1]) - intersection + kEps;
+  const auto [intersection, areas_union] = intersection_and_union(b, t);
+  const at::Tensor unions = areas_union + kEps;
   const at::Tensor xc1 = at::min(b[0], t[0]), yc1 = at::min(b[1], t[1]);
   const at::Tensor xc2 = at::max(b[2], t[2]), yc2 = at::max(b[3], t[3]);
   const at::Tensor diagonal = at::pow(xc2 - xc1, 2) + at::pow(yc2 - yc1, 2) + kEps;

@@ -12,7 +12,6 @@
 #include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/modeling/meta_arch/zoo_fixture.h"
 #include "tests/support/detectron2_fixture.h"
-#include "tests/support/scalar_parity.h"
 
 namespace detkit::modeling {
 namespace {
@@ -144,19 +143,7 @@ TEST(C4Parity, MaskProbabilitiesOnTheFinalBoxesMatchDetectron2) {
 TEST(C4Parity, TrainingLossesScalarsAndGradientsMatchDetectron2) {
   C4Fixture f;
   REQUIRE_FIXTURE(f);
-  auto model = f.model();
-  model->train();
-  auto batch = f.batch(true);
-  for (int i = 0; i < 2; ++i) {  // the reconstructed ground truth is the one Detectron2 used
-    const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
-    EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
-  }
-  testing::CapturedScalars scalars;
-  const auto losses = model->losses(batch);
-  testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], "C4");
-  EXPECT_EQ(losses.size(), 5u);
-  testing::expect_losses_match(losses, f.meta["train_losses"], "C4").backward();
-  EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "C4"), 9);
+  f.expect_training_matches("C4", 5u, 9);
 }
 
 }  // namespace

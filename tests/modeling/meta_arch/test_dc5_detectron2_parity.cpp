@@ -7,7 +7,6 @@
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/modeling/meta_arch/zoo_fixture.h"
-#include "tests/support/scalar_parity.h"
 
 namespace detkit::modeling {
 namespace {
@@ -94,19 +93,7 @@ TEST(DC5Parity, DetectionsMatchDetectron2) {
 TEST(DC5Parity, TrainingLossesScalarsAndGradientsMatchDetectron2) {
   DC5Fixture f;
   REQUIRE_FIXTURE(f);
-  auto model = f.model();
-  model->train();
-  auto batch = f.batch(true);
-  for (int i = 0; i < 2; ++i) {
-    const at::Tensor want = f.fx.outputs().at("train_gt_boxes_" + std::to_string(i));
-    EXPECT_LT(testing::max_abs_diff(batch[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
-  }
-  testing::CapturedScalars scalars;
-  const auto losses = model->losses(batch);
-  testing::expect_scalars_match(scalars.values, f.meta["train_event_scalars"], "DC5");
-  EXPECT_EQ(losses.size(), 4u);
-  testing::expect_losses_match(losses, f.meta["train_losses"], "DC5").backward();
-  EXPECT_EQ(testing::expect_gradients_match(*model, f.fx.outputs(), "DC5"), 9);
+  f.expect_training_matches("DC5", 4u, 9);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
+#include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
+#include "tests/support/scalar_parity.h"
 
 namespace detkit::testing {
 
@@ -43,6 +45,24 @@ struct ZooFixture {
                                              batch[i].image.size(1), batch[i].image.size(2));
     }
     return batch;
+  }
+  /// One training forward and backward on the two images: the ground truth is the one Detectron2
+  /// used, and its event scalars, its `num_losses` losses and its `num_gradients` recorded
+  /// gradients are matched (parity_checks.h's tolerances).
+  void expect_training_matches(const std::string& label, size_t num_losses, int num_gradients) {
+    auto net = model();
+    net->train();
+    auto inputs = batch(true);
+    for (int i = 0; i < 2; ++i) {
+      const at::Tensor want = fx.outputs().at("train_gt_boxes_" + std::to_string(i));
+      EXPECT_LT(max_abs_diff(inputs[i].instances->boxes("gt_boxes").tensor(), want), 1e-4);
+    }
+    CapturedScalars scalars;
+    const auto losses = net->losses(inputs);
+    expect_scalars_match(scalars.values, meta["train_event_scalars"], label);
+    EXPECT_EQ(losses.size(), num_losses);
+    expect_losses_match(losses, meta["train_losses"], label).backward();
+    EXPECT_EQ(expect_gradients_match(*net, fx.outputs(), label), num_gradients);
   }
 };
 
