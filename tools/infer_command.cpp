@@ -5,7 +5,10 @@
 // Boxes are XYWH and keypoints are listed as COCO results files have them: "keypoints": [x, y,
 // score] per keypoint, x and y pixel indices (the model's continuous coordinates - 0.5, as
 // Detectron2 writes them); coordinates are rounded to 1e-4 px. A mask model's detections carry
-// their mask as COCO's compressed RLE ("segmentation": {"size": [h, w], "counts": ...}).
+// their mask as COCO's compressed RLE ("segmentation": {"size": [h, w], "counts": ...}). An
+// RPN-only model's (ProposalNetwork's) proposals are listed with their "objectness_logit" and its
+// sigmoid as "score", those scoring >= C kept, and the best 20 of them drawn (as Detectron2's
+// training visualization draws the top 20 proposals).
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -118,6 +121,26 @@ nlohmann::json detections_json(const structures::Instances& kept, const ClassNam
   return out;
 }
 
+nlohmann::json proposals_json(const structures::Instances& kept) {
+  const at::Tensor boxes = kept.boxes("proposal_boxes").tensor().to(at::kDouble).contiguous();
+  const at::Tensor logits = kept.tensor("objectness_logits").to(at::kDouble).contiguous();
+  constexpr double kStep = 1e-4;  // px
+  const auto box = boxes.accessor<double, 2>();
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t i = 0; i < kept.size(); ++i) {
+    const auto b = box[i];
+    const double logit = logits[i].item<double>();
+    out.push_back({{"bbox",
+                    {round_to(b[0], kStep), round_to(b[1], kStep), round_to(b[2] - b[0], kStep),
+                     round_to(b[3] - b[1], kStep)}},
+                   {"objectness_logit", logit},
+                   {"score", 1 / (1 + std::exp(-logit))}});
+  }
+  return out;
+}
+
+constexpr int64_t kProposalsDrawn = 20;
+
 // Every input exists and no two share a stem (they would overwrite each other's outputs).
 void check_inputs(const std::vector<std::string>& inputs) {
   std::map<std::string, std::string> stems;
@@ -173,22 +196,32 @@ CommandRunner add_infer_command(CLI::App& app) {
     for (const auto& path : o->inputs) {
       const cv::Mat bgr = data::read_image(path, "BGR");
       const structures::Instances predictions = predictor(bgr);
-      const structures::Instances kept =
-          predictions.index(predictions.tensor("scores").ge(o->confidence));
+      const bool proposals = predictions.has("proposal_boxes");
+      const at::Tensor scores = proposals ? predictions.tensor("objectness_logits").sigmoid()
+                                          : predictions.tensor("scores");
+      const structures::Instances kept = predictions.index(scores.ge(o->confidence));
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
       const cv::Mat canvas =
-          visualization::draw_predictions(bgr, kept, classes.names, draw_options);
+          proposals ? visualization::draw_proposals(bgr, kept, kProposalsDrawn, draw_options)
+                    : visualization::draw_predictions(bgr, kept, classes.names, draw_options);
       if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
       std::ofstream json(stem + ".json");  // one detection a line
-      const nlohmann::json detections = detections_json(kept, classes);
+      const nlohmann::json detections =
+          proposals ? proposals_json(kept) : detections_json(kept, classes);
       json << "[";
       for (size_t i = 0; i < detections.size(); ++i) {
         json << (i == 0 ? "\n  " : ",\n  ") << detections[i].dump();
       }
       json << "\n]\n";
       if (!json) throw Error("infer: cannot write " + stem + ".json");
-      spdlog::info("{}: {} of {} detections with score >= {} -> {}.png", path, kept.size(),
-                   predictions.size(), o->confidence, stem);
+      if (proposals) {
+        spdlog::info("{}: {} of {} proposals with objectness >= {} (the best {} drawn) -> {}.png",
+                     path, kept.size(), predictions.size(), o->confidence,
+                     std::min(kept.size(), kProposalsDrawn), stem);
+      } else {
+        spdlog::info("{}: {} of {} detections with score >= {} -> {}.png", path, kept.size(),
+                     predictions.size(), o->confidence, stem);
+      }
     }
     return 0;
   };

@@ -3,11 +3,13 @@
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "detkit/distributed/comm.h"
+#include "detkit/evaluation/box_proposals.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 
@@ -23,6 +25,12 @@ COCOEvaluator::COCOEvaluator(std::shared_ptr<const data::CocoDataset> dataset,
                                              : std::move(kpt_oks_sigmas)) {}
 
 void COCOEvaluator::process(int64_t image_id, const structures::Instances& predictions) {
+  if (predictions.has("proposal_boxes")) {
+    proposals_.push_back({image_id,
+                          predictions.boxes("proposal_boxes").tensor().to(at::kFloat).contiguous(),
+                          predictions.tensor("objectness_logits").to(at::kFloat).contiguous()});
+    return;
+  }
   const int64_t n = predictions.size();
   if (n == 0) return;
   at::Tensor boxes = predictions.boxes("pred_boxes").tensor().to(at::kFloat).contiguous();
@@ -135,7 +143,65 @@ void COCOEvaluator::append_serialized(const std::string& bytes) {
   }
 }
 
+std::optional<CocoEvalReport> COCOEvaluator::evaluate_box_proposals() {
+  if (distributed::get_world_size() > 1) {
+    // Each image as its id, its proposal count, then its boxes and logits in float32.
+    std::string bytes;
+    for (const auto& p : proposals_) {
+      put(bytes, p.image_id);
+      put(bytes, p.boxes.size(0));
+      bytes.append(static_cast<const char*>(p.boxes.data_ptr()), p.boxes.numel() * sizeof(float));
+      bytes.append(static_cast<const char*>(p.objectness_logits.data_ptr()),
+                   p.objectness_logits.numel() * sizeof(float));
+    }
+    const auto all = distributed::all_gather_bytes(bytes);
+    if (!distributed::is_main_process()) return std::nullopt;
+    proposals_.clear();
+    for (const std::string& rank_bytes : all) {
+      size_t at = 0;
+      while (at < rank_bytes.size()) {
+        data::ImageProposals p;
+        p.image_id = take<int64_t>(rank_bytes, at);
+        const auto n = take<int64_t>(rank_bytes, at);
+        if (n < 0 || static_cast<uint64_t>(n) > (rank_bytes.size() - at) / (5 * sizeof(float)))
+          throw Error("gathered proposals: truncated record");
+        p.boxes = at::empty({n, 4}, at::kFloat);
+        p.objectness_logits = at::empty({n}, at::kFloat);
+        std::memcpy(p.boxes.data_ptr(), rank_bytes.data() + at, 4 * n * sizeof(float));
+        at += 4 * n * sizeof(float);
+        std::memcpy(p.objectness_logits.data_ptr(), rank_bytes.data() + at, n * sizeof(float));
+        at += n * sizeof(float);
+        proposals_.push_back(std::move(p));
+      }
+    }
+  }
+  if (!output_dir_.empty()) {
+    std::filesystem::create_directories(output_dir_);
+    const std::string path = output_dir_ + "/box_proposals.pkl";
+    data::write_proposal_file(path, proposals_);
+    spdlog::info("Saving proposals of {} images to {}", proposals_.size(), path);
+  }
+  spdlog::info("Evaluating bbox proposals ...");
+  CocoEvalReport report;
+  report.iou_type = IouType::Bbox;
+  report.results = box_proposal_results(*dataset_, proposals_);
+  report.summary = proposal_metrics_table(report.results);
+  spdlog::info("{}", report.summary);
+  return report;
+}
+
 std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
+  // A ProposalNetwork's evaluation: on every rank alike, also one that saw no image.
+  bool proposal_task = !proposals_.empty();
+  if (distributed::get_world_size() > 1) {
+    const auto flags = distributed::all_gather_bytes(proposal_task ? "1" : "0");
+    proposal_task = std::find(flags.begin(), flags.end(), "1") != flags.end();
+  }
+  if (proposal_task) {
+    std::map<std::string, CocoEvalReport> reports;
+    if (auto report = evaluate_box_proposals()) reports["box_proposals"] = std::move(*report);
+    return reports;
+  }
   if (distributed::get_world_size() > 1) {
     // Each rank saw a contiguous shard of the images: rank order is the one-process order.
     const auto all = distributed::all_gather_bytes(serialize());

@@ -50,7 +50,7 @@ std::string cell(double v) {
 }  // namespace
 
 std::map<std::string, double> detectron2_results(const CocoEvalReport& report) {
-  std::map<std::string, double> out;
+  std::map<std::string, double> out = report.results;
   const std::vector<std::string> names = detectron2_metric_names(report.iou_type);
   for (size_t i = 0; i < names.size() && i < report.stats.size(); ++i)
     if (report.stats[i] >= 0) out[names[i]] = 100 * report.stats[i];

@@ -17,6 +17,9 @@ struct CocoEvalReport {
   std::map<int64_t, std::optional<double>> per_category_ap;  // nullopt: no ground truth
   std::string summary;                                       // pycocotools' summary lines
   std::map<int64_t, std::string> category_names;  // by id, where the evaluator knows them
+  /// Detectron2's results dict of a task that is not COCOeval's (box_proposals: "AR@100",
+  /// "ARs@100", ..., x100); stats is empty then.
+  std::map<std::string, double> results;
 };
 
 /// params: nullopt gives pycocotools' defaults for the type (default_eval_params).

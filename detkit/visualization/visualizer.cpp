@@ -240,6 +240,21 @@ cv::Mat draw_predictions(const cv::Mat& bgr, const structures::Instances& predic
   return draw_instances(bgr, instances, options);
 }
 
+cv::Mat draw_proposals(const cv::Mat& bgr, const structures::Instances& proposals,
+                       int64_t max_drawn, const VisualizerOptions& options) {
+  const int64_t n = std::min<int64_t>(proposals.size(), max_drawn);
+  const auto boxes = boxes_of(proposals.boxes("proposal_boxes").tensor().narrow(0, 0, n));
+  const at::Tensor probabilities =
+      proposals.tensor("objectness_logits").narrow(0, 0, n).to(at::kCPU, at::kDouble).sigmoid();
+  std::vector<DrawnInstance> instances(boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    instances[i].box = boxes[i];
+    instances[i].label = fmt::format("objectness {:.0f}%",
+                                     probabilities[static_cast<int64_t>(i)].item<double>() * 100);
+  }
+  return draw_instances(bgr, instances, options);
+}
+
 cv::Mat draw_ground_truth(const cv::Mat& bgr, const structures::Instances& targets,
                           const std::vector<std::string>& class_names,
                           const VisualizerOptions& options) {

@@ -52,6 +52,11 @@ cv::Mat draw_predictions(const cv::Mat& bgr, const structures::Instances& predic
                          const std::vector<std::string>& class_names,
                          const VisualizerOptions& options = {});
 
+/// A ProposalNetwork's proposals (proposal_boxes, objectness_logits; best first): the first
+/// `max_drawn`, labelled with their objectness probability, "objectness 87%".
+cv::Mat draw_proposals(const cv::Mat& bgr, const structures::Instances& proposals,
+                       int64_t max_drawn, const VisualizerOptions& options = {});
+
 /// Training targets (gt_boxes, gt_classes, optional gt_masks as polygons or bitmasks and
 /// gt_keypoints (N, K, 3), visible and labelled points drawn), labelled with the class name.
 cv::Mat draw_ground_truth(const cv::Mat& bgr, const structures::Instances& targets,

@@ -45,7 +45,7 @@ py::dict instances_dict(const structures::Instances& found) {
   py::dict out;
   out["image_size"] = py::make_tuple(found.image_height(), found.image_width());
   for (const std::string& name : found.field_names()) {
-    if (name == "pred_boxes")
+    if (name == "pred_boxes" || name == "proposal_boxes")
       out[name.c_str()] = found.boxes(name).tensor();
     else
       out[name.c_str()] = found.tensor(name);

@@ -184,3 +184,62 @@ TEST(COCOEvaluatorGather, TwoRanksReportKeypointAPAsOneProcess) {
 
 }  // namespace
 }  // namespace detkit::evaluation
+
+namespace detkit::evaluation {
+namespace {
+
+// A ProposalNetwork's output for image i: its ground-truth boxes moved by 3 px, scored by order,
+// plus one proposal that covers nothing; odd images have none (an empty rank must still join).
+structures::Instances proposals_for(const data::CocoDataset& ds, size_t i) {
+  const data::ImageView image = ds.image(i);
+  std::vector<float> boxes = {1, 1, 5, 5};
+  for (data::AnnotationView a : ds.annotations_of(i)) {
+    const auto b = a.bbox();
+    for (double v : {b[0] + 3, b[1], b[0] + b[2] + 3, b[1] + b[3]})
+      boxes.push_back(static_cast<float>(v));
+  }
+  const int64_t n = i % 2 == 1 ? 0 : static_cast<int64_t>(boxes.size() / 4);
+  structures::Instances out(image.height, image.width);
+  out.set("proposal_boxes", structures::Boxes(at::tensor(boxes).view({-1, 4}).narrow(0, 0, n)));
+  out.set("objectness_logits", at::arange(n, at::kFloat).neg());
+  return out;
+}
+
+TEST(COCOEvaluatorGather, TwoRanksReportTheProposalRecallOfOneProcess) {
+  if (!std::filesystem::exists(kTinyValGroundTruth))
+    GTEST_SKIP() << "shared data absent: " << kTinyValGroundTruth;
+  auto ds =
+      std::make_shared<const data::CocoDataset>(data::load_coco_json(kTinyValGroundTruth, ""));
+  const size_t n = std::min<size_t>(ds->num_images(), 6);
+  testing::TempDir dir("evaluator_gather_proposals");
+  COCOEvaluator one(ds, {IouType::Bbox}, dir.path("one"));
+  for (size_t i = 0; i < n; ++i) one.process(ds->image(i).id, proposals_for(*ds, i));
+  const auto expected = one.evaluate();
+  ASSERT_EQ(expected.count("box_proposals"), 1u);
+  const auto want = detectron2_results(expected.at("box_proposals"));
+  EXPECT_GT(want.at("AR@100"), 10.0);
+  // Rank 1 holds only the last image (none of its proposals: an odd index, or one of several).
+  auto rank1 = std::make_shared<PlayedRank>(1, std::deque<at::Tensor>{});
+  {
+    AsRank as(rank1);
+    COCOEvaluator evaluator(ds, {IouType::Bbox}, dir.path("rank1"));
+    evaluator.process(ds->image(n - 1).id, proposals_for(*ds, n - 1));
+    EXPECT_TRUE(evaluator.evaluate().empty()) << "rank 1 reported";
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path("rank1"))) << "rank 1 wrote a file";
+  auto rank0 = std::make_shared<PlayedRank>(0, rank1->sent);
+  {
+    AsRank as(rank0);
+    COCOEvaluator evaluator(ds, {IouType::Bbox}, dir.path("two"));
+    for (size_t i = 0; i + 1 < n; ++i) evaluator.process(ds->image(i).id, proposals_for(*ds, i));
+    const auto gathered = evaluator.evaluate();
+    ASSERT_EQ(gathered.count("box_proposals"), 1u);
+    EXPECT_EQ(detectron2_results(gathered.at("box_proposals")), want);
+    EXPECT_EQ(evaluator.num_proposal_images(), n);
+  }
+  EXPECT_EQ(read_file(dir.path("two/box_proposals.pkl")),
+            read_file(dir.path("one/box_proposals.pkl")));
+}
+
+}  // namespace
+}  // namespace detkit::evaluation

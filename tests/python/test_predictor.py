@@ -133,6 +133,32 @@ if drawn.shape != rgb.shape or differing > 0:
 half = Visualizer(rgb, None, scale=0.5).draw_instance_predictions(kept).get_image()
 if half.shape != (213, 320, 3):
     failures.append(f"scale=0.5 drew {half.shape}")
+# An RPN-only model (Detectron2's ProposalNetwork) gives {"proposals": Instances} with
+# proposal_boxes and objectness_logits, as Detectron2's does. Image 0 fills the fixture's padded
+# batch, so alone it has Detectron2's proposals (image 1 alone is padded less than in that batch).
+import torch  # noqa: E402
+
+rpn_dir = f"{shared}/fixtures/detectron2_rpn"
+cfg = get_cfg()
+cfg.merge_from_file(f"{rpn_dir}/config.yaml")
+cfg.MODEL.WEIGHTS = f"{rpn_dir}/weights.pth"
+output = DefaultPredictor(cfg)(bgr(f"{shared}/data/coco_tiny/val2017/000000532481.jpg"))
+reference = torch.load(f"{rpn_dir}/outputs.pth")
+if list(output) != ["proposals"]:
+    failures.append(f"RPN-only predictor returned {list(output)}, not ['proposals']")
+else:
+    proposals = output["proposals"]
+    boxes, logits = proposals.proposal_boxes.tensor, proposals.objectness_logits
+    want_boxes, want_logits = reference["proposal_boxes_0"], reference["proposal_logits_0"]
+    # Each reference proposal paired with our nearest one (near-tied logits may swap places).
+    distance = (boxes[:, None, :] - want_boxes[None, :, :]).abs().amax(dim=2)
+    box_diff, partner = distance.min(dim=0)
+    logit_diff = (logits[partner] - want_logits).abs().max().item()
+    print(f"[ python detectron2_rpn ] 000000532481.jpg: {len(boxes)} proposals vs "
+          f"{len(want_boxes)}, max abs diff {box_diff.max().item():.3g} px, logits {logit_diff:.3g}")
+    if (len(boxes) != len(want_boxes) or box_diff.max().item() > 5e-3 or logit_diff > 1e-4
+            or len(set(partner.tolist())) != len(want_boxes)):
+        failures.append("RPN-only predictor: not Detectron2's proposals")
 if failures:
     sys.exit("; ".join(failures))
 print("DefaultPredictor and Visualizer from Python: all checks passed")

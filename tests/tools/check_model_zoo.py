@@ -17,7 +17,9 @@ Detectron2's model zoo (DETKIT_MODEL_ZOO_URL points at it), FVCORE_CACHE at a fr
   train      configs/COCO-InstanceSegmentation/mask_rcnn_R_50_FPN_1x.yaml with a Caffe2 R-50.pkl
              in the cache trains from it (one step on coco_tiny), as does
              configs/COCO-Detection/retinanet_R_50_FPN_1x.yaml (Detectron2's, its base's anchor
-             sizes a !!python/object/apply:eval tag), evaluated on coco_tiny's val; with an empty
+             sizes a !!python/object/apply:eval tag), the C4 Mask R-CNN and the RPN-only
+             rpn_R_50_FPN_1x.yaml (box-proposal recall, box_proposals.pkl), each evaluated on
+             coco_tiny's val; with an empty
              cache and no server it stops with the message naming the cache path
 """
 import http.server
@@ -219,6 +221,25 @@ missing = r.stderr.split("Some model parameters or buffers are not found in the 
 missing = missing.split("The checkpoint state_dict contains keys")[0]
 assert "res5" not in missing and "roi_heads.box_predictor" in missing, missing
 print("Detectron2's mask_rcnn_R_50_C4_1x.yaml (Res5ROIHeads): res5 loaded from R-50.pkl, trained, evaluated")
+# RPN only (ProposalNetwork): a step from R-50.pkl, then evaluated as Detectron2's COCOEvaluator
+# scores proposals (AR@100 ... ARl@1000), the proposals written as its box_proposals.pkl.
+rpn = ["train", "--config-file", os.path.join(repo, "configs/COCO-Detection/rpn_R_50_FPN_1x.yaml"),
+       "SOLVER.MAX_ITER", "1", "SOLVER.IMS_PER_BATCH", "1", "SOLVER.BASE_LR", "0.0001",
+       "INPUT.MIN_SIZE_TRAIN", "(128,)", "INPUT.MAX_SIZE_TRAIN", "160", "INPUT.MIN_SIZE_TEST",
+       "128", "INPUT.MAX_SIZE_TEST", "160", "DATALOADER.NUM_WORKERS", "1",
+       "OUTPUT_DIR", os.path.join(work, "rpn")]
+r = detkit_run(*rpn, environ=train_env)
+expect_in(r.stderr, "iter: 0", "Proposal metrics:", "box_proposals.pkl")
+metrics = [json.loads(line) for line in open(os.path.join(work, "rpn", "metrics.json"))]
+assert any("box_proposals/AR@1000" in m for m in metrics), metrics[-1]
+with open(os.path.join(work, "rpn", "inference", "box_proposals.pkl"), "rb") as f:
+    written = pickle.load(f)
+val = json.load(open(os.path.join(coco_tiny, "annotations", "instances_val2017.json")))
+assert sorted(written["ids"]) == sorted(i["id"] for i in val["images"]), written["ids"][:5]
+assert all(b.dtype == np.float32 and b.shape[1:] == (4,) for b in written["boxes"])
+print("Detectron2's rpn_R_50_FPN_1x.yaml (ProposalNetwork): trained, evaluated "
+      f"(AR@1000 {[m for m in metrics if 'box_proposals/AR@1000' in m][-1]['box_proposals/AR@1000']}),"
+      f" box_proposals.pkl of {len(written['ids'])} images read by Python's pickle")
 os.remove(r50)
 r = detkit_run(*train, expect_ok=False, environ=train_env)
 expect_in(r.stderr, f"place the file at '{r50}'")

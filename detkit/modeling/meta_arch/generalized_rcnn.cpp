@@ -94,10 +94,12 @@ Instances detector_postprocess(const Instances& results, int64_t height, int64_t
     else
       scaled.set(name, field);
   }
-  Boxes boxes = scaled.boxes("pred_boxes").clone();
+  // Detections carry "pred_boxes"; a ProposalNetwork's proposals "proposal_boxes".
+  const char* box_field = scaled.has("pred_boxes") ? "pred_boxes" : "proposal_boxes";
+  Boxes boxes = scaled.boxes(box_field).clone();
   boxes.scale(scale_x, scale_y);
   boxes.clip(height, width);
-  scaled.set("pred_boxes", boxes);
+  scaled.set(box_field, boxes);
   Instances kept = scaled.index(boxes.nonempty());
   if (kept.has("pred_masks")) {
     at::Tensor probs = kept.tensor("pred_masks");

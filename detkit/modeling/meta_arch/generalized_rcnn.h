@@ -47,8 +47,9 @@ class GeneralizedRCNN : public MetaArch {
 /// config (registered as MODEL.META_ARCHITECTURE "GeneralizedRCNN").
 std::shared_ptr<GeneralizedRCNN> build_generalized_rcnn(const config::CfgNode& cfg);
 
-/// Rescales one image's detections from the network's input size to (height, width), clips,
-/// drops empty boxes and pastes masks into full-image bool masks at `mask_threshold`.
+/// Rescales one image's detections ("pred_boxes", or a ProposalNetwork's "proposal_boxes") from
+/// the network's input size to (height, width), clips, drops empty boxes and pastes masks into
+/// full-image bool masks at `mask_threshold`.
 structures::Instances detector_postprocess(const structures::Instances& results, int64_t height,
                                            int64_t width, double mask_threshold = 0.5);
 

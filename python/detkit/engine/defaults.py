@@ -8,7 +8,9 @@ from ..structures import Boxes, Instances
 class DefaultPredictor:
     """Detectron2's DefaultPredictor: the config's model with cfg.MODEL.WEIGHTS loaded, in eval
     mode, with the test-time resize. Call it on one BGR image, a numpy.ndarray (H, W, 3) of uint8
-    as cv2.imread gives; it returns {"instances": Instances} in the image's own pixels. detkit's
+    as cv2.imread gives; it returns {"instances": Instances} in the image's own pixels (an RPN-only
+    model, as Detectron2's ProposalNetwork: {"proposals": Instances} with proposal_boxes and
+    objectness_logits). detkit's
     engine runs with the GIL released. A strided view (image[:, :, ::-1]) is copied first, as
     Detectron2 accepts it; another dtype or shape is a detkit.Error naming it."""
 
@@ -26,8 +28,8 @@ class DefaultPredictor:
         fields = self._predictor(original_image)
         instances = Instances(fields.pop("image_size"))
         for name, value in fields.items():
-            instances.set(name, Boxes(value) if name == "pred_boxes" else value)
-        return {"instances": instances}
+            instances.set(name, Boxes(value) if name in ("pred_boxes", "proposal_boxes") else value)
+        return {"proposals" if "proposal_boxes" in fields else "instances": instances}
 
 
 class DefaultTrainer:

@@ -13,15 +13,9 @@
 #include "detkit/structures/mask_ops.h"
 #include "detkit/structures/model_io.h"
 #include "tests/support/matched_sets.h"
+#include "tests/support/tensor_compare.h"
 
 namespace detkit::testing {
-
-/// Largest |a - b| (0 for empty tensors); a shape mismatch fails the test and returns 1e30.
-inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return a.numel() == 0 ? 0.0 : (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
 
 /// For each row of `reference` (R, C), the index of the row of `ours` nearest to it (largest
 /// absolute column difference); rows in another order — near-tied scores swapped on another CPU

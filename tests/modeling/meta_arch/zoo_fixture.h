@@ -7,10 +7,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "detkit/modeling/meta_arch/generalized_rcnn.h"
+#include "detkit/modeling/meta_arch/meta_arch.h"
 #include "tests/modeling/meta_arch/fixture_targets.h"
 #include "tests/modeling/meta_arch/parity_checks.h"
 #include "tests/support/detectron2_fixture.h"
@@ -25,8 +27,11 @@ struct ZooFixture {
     fx.dir = std::string(DETKIT_SHARED_DIR) + "/fixtures/" + name + "/";
     if (fx.present()) meta = nlohmann::json::parse(std::ifstream(fx.dir + "outputs.json"));
   }
-  std::shared_ptr<modeling::GeneralizedRCNN> model() {
-    auto model = modeling::build_generalized_rcnn(fx.config());
+  /// The fixture's model (MODEL.META_ARCHITECTURE of its config) with its weights.
+  template <typename Model = modeling::GeneralizedRCNN>
+  std::shared_ptr<Model> model() {
+    auto model = std::dynamic_pointer_cast<Model>(modeling::build_model(fx.config()));
+    if (!model) throw std::runtime_error("the fixture's model is not of the type asked for");
     auto report = checkpoint::load_state_dict(*model, fx.weights());
     EXPECT_TRUE(report.complete()) << report.summary();
     return model;
@@ -49,8 +54,9 @@ struct ZooFixture {
   /// One training forward and backward on the two images: the ground truth is the one Detectron2
   /// used, and its event scalars, its `num_losses` losses and its `num_gradients` recorded
   /// gradients are matched (parity_checks.h's tolerances).
+  template <typename Model = modeling::GeneralizedRCNN>
   void expect_training_matches(const std::string& label, size_t num_losses, int num_gradients) {
-    auto net = model();
+    auto net = model<Model>();
     net->train();
     auto inputs = batch(true);
     for (int i = 0; i < 2; ++i) {
