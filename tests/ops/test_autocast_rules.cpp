@@ -6,6 +6,7 @@
 
 #include "detkit/ops/batched_nms.h"
 #include "detkit/ops/box_iou.h"
+#include "detkit/ops/deform_conv.h"
 #include "detkit/ops/nms.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/ops/roi_align.h"
@@ -71,6 +72,27 @@ TEST(AutocastRules, MultilevelRoiAlignComputesInFp32AndReturnsTheMapsDtype) {
     EXPECT_EQ(maps16[l].grad().scalar_type(), at::kBFloat16);
     EXPECT_TRUE(maps16[l].grad().equal(maps32[l].grad().to(at::kBFloat16))) << "level " << l;
   }
+}
+
+TEST(AutocastRules, DeformConv2dComputesInFp32AndReturnsItsInputsDtype) {
+  torch::manual_seed(0);
+  const at::Tensor map = torch::randn({1, 4, 8, 8}).to(at::kBFloat16);
+  const at::Tensor weight = torch::randn({3, 4, 3, 3}), bias = torch::randn({3});
+  const at::Tensor offset = torch::randn({1, 18, 8, 8}), mask = torch::rand({1, 9, 8, 8});
+  at::Tensor x = map.clone().requires_grad_(true);
+  at::Tensor y;
+  {
+    const AutocastGuard autocast(true);
+    y = deform_conv2d(x, weight, offset, mask, bias, 1, 1, 1, 1, 1, 1, 1, 1);
+  }
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  const at::Tensor want =
+      deform_conv2d(map.to(at::kFloat), weight, offset, mask, bias, 1, 1, 1, 1, 1, 1, 1, 1)
+          .to(at::kBFloat16);
+  EXPECT_TRUE(y.equal(want)) << "max diff " << (y - want).abs().max().item<float>();
+  y.sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().scalar_type(), at::kBFloat16);
 }
 
 TEST(AutocastRules, NmsOpsTakeBfloat16ScoresWithFp32Boxes) {

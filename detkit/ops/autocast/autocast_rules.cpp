@@ -1,9 +1,9 @@
 // Autocast rules of detkit's ops (the AutocastCPU dispatch key): under autocast each computes in
 // fp32, whatever mix of bfloat16 feature maps and fp32 boxes reaches it, as torchvision's
 // autocast kernels do. roi_align and multilevel_roi_align return their maps' dtype (a bfloat16
-// feature map pools into a bfloat16 result for the heads that follow); the others return what they
-// return in fp32. double inputs stay double (autocast leaves them alone). Backward flows through
-// the recorded casts.
+// feature map pools into a bfloat16 result for the heads that follow), deform_conv2d its input's
+// (as torchvision's); the others return what they return in fp32. double inputs stay double
+// (autocast leaves them alone). Backward flows through the recorded casts.
 //
 // Plus one rule libtorch 1.13's CPU autocast lacks: aten::group_norm, whose CPU kernel refuses a
 // bfloat16 input with fp32 weights ("expected scalar type BFloat16 but found Float", in Python
@@ -16,6 +16,7 @@
 
 #include "detkit/ops/batched_nms.h"
 #include "detkit/ops/box_iou.h"
+#include "detkit/ops/deform_conv.h"
 #include "detkit/ops/nms.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/ops/roi_align.h"
@@ -51,6 +52,22 @@ at::Tensor multilevel_roi_align_autocast(at::TensorList features, const at::Tens
   return multilevel_roi_align(features32, fp32(rois), levels, spatial_scales, pooled_height,
                               pooled_width, sampling_ratio, aligned)
       .to(features[0].scalar_type());
+}
+
+at::Tensor deform_conv2d_autocast(const at::Tensor& input, const at::Tensor& weight,
+                                  const at::Tensor& offset, const c10::optional<at::Tensor>& mask,
+                                  const c10::optional<at::Tensor>& bias, int64_t stride_h,
+                                  int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                  int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                  int64_t offset_groups) {
+  NoAutocast no_autocast(kAutocastCPU);
+  auto fp32_optional = [](const c10::optional<at::Tensor>& t) {
+    return at::autocast::cached_cast(at::kFloat, t, c10::DeviceType::CPU);
+  };
+  return deform_conv2d(fp32(input), fp32(weight), fp32(offset), fp32_optional(mask),
+                       fp32_optional(bias), stride_h, stride_w, pad_h, pad_w, dilation_h,
+                       dilation_w, groups, offset_groups)
+      .to(input.scalar_type());
 }
 
 at::Tensor nms_autocast(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
@@ -93,6 +110,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) { m.impl("group_norm", group_norm_autoc
 TORCH_LIBRARY_IMPL(detkit, AutocastCPU, m) {
   m.impl("roi_align", roi_align_autocast);
   m.impl("multilevel_roi_align", multilevel_roi_align_autocast);
+  m.impl("deform_conv2d", deform_conv2d_autocast);
   m.impl("nms", nms_autocast);
   m.impl("batched_nms", batched_nms_autocast);
   m.impl("box_iou", box_iou_autocast);
