@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check_python_ops.py BUILD WORK: installs the detkit build in BUILD into WORK/prefix, loads the
 installed libdetkit_ops.so into Debian's python3-torch with torch.ops.load_library, and checks
-torch.ops.detkit.{roi_align and multilevel_roi_align (and their gradients), nms, batched_nms, box_iou, paste_masks_in_image}
+torch.ops.detkit.{roi_align and multilevel_roi_align (and their gradients), nms, batched_nms, box_iou, paste_masks_in_image,
+deform_conv2d (and its gradients)}
 against torchvision (and Detectron2's mask pasting, as tests/parity/oracle_ops.py writes it) on
 random inputs. Prints the largest difference of each."""
 import os
@@ -75,6 +76,24 @@ want = oracle_ops.paste_masks({"masks": masks, "boxes": mask_boxes,
                                "threshold": torch.tensor(0.5)})["masks"]
 report.append(("paste_masks_in_image (pixels differing)",
                float((pasted != want).sum()), 0))
+
+# deform_conv2d (v2, 2 offset groups, stride 2) and its gradients against torchvision's, in double.
+torch.manual_seed(7)
+inputs = [torch.randn(2, 4, 9, 11, dtype=torch.double), torch.randn(6, 4, 3, 3, dtype=torch.double),
+          torch.randn(2, 36, 5, 6, dtype=torch.double) * 2, torch.rand(2, 18, 5, 6, dtype=torch.double),
+          torch.randn(6, dtype=torch.double)]
+ours_in = [t.clone().requires_grad_() for t in inputs]
+theirs_in = [t.clone().requires_grad_() for t in inputs]
+x, w, offset, mask, bias = ours_in
+ours = ops.deform_conv2d(x, w, offset, mask, bias, 2, 2, 1, 1, 1, 1, 1, 2)
+x, w, offset, mask, bias = theirs_in
+theirs = torchvision.ops.deform_conv2d(x, offset, w, bias, stride=2, padding=1, mask=mask)
+report.append(("deform_conv2d", (ours - theirs).abs().max().item(), 1e-10))
+grad = torch.randn_like(ours)
+(ours * grad).sum().backward()
+(theirs * grad).sum().backward()
+for name, a, b in zip(["input", "weight", "offset", "mask", "bias"], ours_in, theirs_in):
+    report.append((f"deform_conv2d gradient of {name}", (a.grad - b.grad).abs().max().item(), 1e-10))
 
 for name, diff, tolerance in report:
     print(f"torch.ops.detkit from Python: {name}: max abs diff {diff:.3g}")

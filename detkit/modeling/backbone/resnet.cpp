@@ -46,7 +46,24 @@ ResNetOptions resnet_options_from_config(const config::CfgNode& cfg, int64_t in_
       .res5_dilation(cfg.get_int("MODEL.RESNETS.RES5_DILATION"))
       .norm(cfg.get_string("MODEL.RESNETS.NORM"))
       .freeze_at(cfg.get_int("MODEL.BACKBONE.FREEZE_AT"))
-      .out_features(cfg.get_string_list("MODEL.RESNETS.OUT_FEATURES"));
+      .out_features(cfg.get_string_list("MODEL.RESNETS.OUT_FEATURES"))
+      .deform_on_per_stage(deform_on_per_stage(cfg))
+      .deform_modulated(cfg.get_bool("MODEL.RESNETS.DEFORM_MODULATED"))
+      .deform_num_groups(cfg.get_int("MODEL.RESNETS.DEFORM_NUM_GROUPS"));
+}
+
+std::vector<bool> deform_on_per_stage(const config::CfgNode& cfg) {
+  const config::CfgValue& value = cfg.get("MODEL.RESNETS.DEFORM_ON_PER_STAGE");
+  std::vector<bool> out;
+  if (value.kind() == config::CfgValue::Kind::List) {
+    for (const auto& item : value.as_list())
+      if (item.kind() == config::CfgValue::Kind::Bool) out.push_back(item.as_bool());
+  }
+  if (out.size() != 4 ||
+      (value.kind() == config::CfgValue::Kind::List && value.as_list().size() != 4))
+    throw Error("MODEL.RESNETS.DEFORM_ON_PER_STAGE must be 4 booleans (res2..res5), got " +
+                value.repr());
+  return out;
 }
 
 ResNet::ResNet(const ResNetOptions& o) : options_(o) {
@@ -56,6 +73,16 @@ ResNet::ResNet(const ResNetOptions& o) : options_(o) {
                 std::to_string(o.res2_out_channels()));
   if (basic && o.res5_dilation() != 1)
     throw Error("MODEL.RESNETS.RES5_DILATION must be 1 for ResNet-18/34");
+  const auto& deform = o.deform_on_per_stage();
+  if (deform.size() != 4)
+    throw Error("MODEL.RESNETS.DEFORM_ON_PER_STAGE must have 4 entries (res2..res5)");
+  if (basic && std::find(deform.begin(), deform.end(), true) != deform.end())
+    throw Error(
+        "MODEL.RESNETS.DEFORM_ON_PER_STAGE is not supported for ResNet-18/34 (as in "
+        "Detectron2: its basic blocks have no deformable form)");
+  if (o.deform_num_groups() < 1)
+    throw Error("MODEL.RESNETS.DEFORM_NUM_GROUPS must be at least 1, got " +
+                std::to_string(o.deform_num_groups()));
   if (o.res5_dilation() != 1 && o.res5_dilation() != 2)
     throw Error("MODEL.RESNETS.RES5_DILATION must be 1 or 2, got " + std::to_string(o.res5_dilation()));
   const std::vector<std::string> known = {"stem", "res2", "res3", "res4", "res5"};
@@ -91,7 +118,11 @@ ResNet::ResNet(const ResNetOptions& o) : options_(o) {
       bo.dilation = dilation;
       bo.stride_in_1x1 = o.stride_in_1x1();
       bo.norm = norm_for(o.norm(), frozen);
+      bo.deform_modulated = o.deform_modulated();
+      bo.deform_num_groups = o.deform_num_groups();
       if (basic) seq->push_back(BasicBlock(bo));
+      else if (deform[idx])
+        seq->push_back(DeformBottleneckBlock(bo));
       else seq->push_back(BottleneckBlock(bo));
     }
     std::string name = "res" + std::to_string(stage);

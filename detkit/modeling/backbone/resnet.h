@@ -23,10 +23,16 @@ struct ResNetOptions {
   TORCH_ARG(std::string, norm) = "FrozenBN";
   TORCH_ARG(int64_t, freeze_at) = 2;  // 0: nothing, 1: stem, 2: stem + res2, ...
   TORCH_ARG(std::vector<std::string>, out_features) = std::vector<std::string>{"res4"};
+  /// Per stage res2..res5: deformable 3x3s (MODEL.RESNETS.DEFORM_ON_PER_STAGE, bottlenecks only).
+  TORCH_ARG(std::vector<bool>, deform_on_per_stage) = std::vector<bool>(4, false);
+  TORCH_ARG(bool, deform_modulated) = false;
+  TORCH_ARG(int64_t, deform_num_groups) = 1;
 };
 
 /// MODEL.RESNETS.* and MODEL.BACKBONE.FREEZE_AT.
 ResNetOptions resnet_options_from_config(const config::CfgNode& cfg, int64_t in_channels);
+/// MODEL.RESNETS.DEFORM_ON_PER_STAGE: four booleans, else a detkit::Error naming the key.
+std::vector<bool> deform_on_per_stage(const config::CfgNode& cfg);
 
 class ResNet : public Backbone {
  public:

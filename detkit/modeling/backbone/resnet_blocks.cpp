@@ -86,4 +86,57 @@ at::Tensor BottleneckBlockImpl::forward(const at::Tensor& x) {
   return out.relu_();
 }
 
+DeformBottleneckBlockImpl::DeformBottleneckBlockImpl(const BlockOptions& o)
+    : modulated_(o.deform_modulated), offset_channels_(18 * o.deform_num_groups) {
+  shortcut_ = make_shortcut(*this, o);
+  int64_t stride_1x1 = o.stride_in_1x1 ? o.stride : 1, stride_3x3 = o.stride_in_1x1 ? 1 : o.stride;
+  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(o.in_channels, o.bottleneck_channels, 1)
+                                               .stride(stride_1x1)
+                                               .bias(false)
+                                               .norm(o.norm)
+                                               .relu(true)));
+  const int64_t offset_outputs = (o.deform_modulated ? 27 : 18) * o.deform_num_groups;
+  conv2_offset_ =
+      register_module("conv2_offset", Conv2d(Conv2dOptions(o.bottleneck_channels, offset_outputs, 3)
+                                                 .stride(stride_3x3)
+                                                 .padding(o.dilation)
+                                                 .dilation(o.dilation)));
+  conv2_ = register_module(
+      "conv2", layers::DeformConv2d(
+                   layers::DeformConv2dOptions(o.bottleneck_channels, o.bottleneck_channels, 3)
+                       .stride(stride_3x3)
+                       .padding(o.dilation)
+                       .dilation(o.dilation)
+                       .groups(o.num_groups)
+                       .deformable_groups(o.deform_num_groups)
+                       .modulated(o.deform_modulated)
+                       .norm(o.norm)
+                       .relu(true)));
+  conv3_ = register_module(
+      "conv3",
+      Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1).bias(false).norm(o.norm)));
+  c2_msra_fill(conv1_);
+  layers::c2_msra_fill(conv2_);
+  c2_msra_fill(conv3_);
+  torch::NoGradGuard no_grad;  // offsets start at 0 (and masks at 0.5): a plain 3x3 at first
+  conv2_offset_->weight().zero_();
+  conv2_offset_->bias().zero_();
+}
+
+at::Tensor DeformBottleneckBlockImpl::forward(const at::Tensor& x) {
+  at::Tensor out = conv1_->forward(x);
+  const at::Tensor offset_mask = conv2_offset_->forward(out);
+  if (modulated_) {
+    // Detectron2 chunks the 27 * groups channels in three and concatenates the first two back:
+    // the offsets are the first 18 * groups channels as they are.
+    out = conv2_->forward(out, offset_mask.narrow(1, 0, offset_channels_),
+                          offset_mask.narrow(1, offset_channels_, offset_channels_ / 2).sigmoid());
+  } else {
+    out = conv2_->forward(out, offset_mask);
+  }
+  out = conv3_->forward(out);
+  out += shortcut_ ? shortcut_->forward(x) : x;
+  return out.relu_();
+}
+
 }  // namespace detkit::modeling
