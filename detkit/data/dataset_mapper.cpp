@@ -106,6 +106,10 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
   input.height = record.height;
   input.width = record.width;
   input.file_name = path;
+  if (options_.proposals) {
+    input.proposals = transform_proposals(options_.proposals->of(dataset, record.id), transforms,
+                                          image.rows, image.cols, options_.proposal_topk);
+  }
   if (options_.is_train) {
     input.instances = transform_instance_targets(
         dataset, image_index, transforms, image.rows, image.cols, options_.mask_format,

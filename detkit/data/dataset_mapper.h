@@ -18,6 +18,7 @@
 #include "detkit/data/bad_images.h"
 #include "detkit/data/coco/coco_dataset.h"
 #include "detkit/data/instance_targets.h"
+#include "detkit/data/precomputed_proposals.h"
 #include "detkit/data/transforms/augmentation.h"
 #include "detkit/structures/model_io.h"
 
@@ -31,6 +32,10 @@ struct DatasetMapperOptions {
   /// MODEL.KEYPOINT_ON: per keypoint, the one it becomes under a horizontal flip; empty: no
   /// keypoint targets.
   std::vector<int64_t> keypoint_hflip_indices;
+  /// MODEL.LOAD_PROPOSALS: each image's precomputed proposals, the best `proposal_topk` of them
+  /// (DATASETS.PRECOMPUTED_PROPOSAL_TOPK_TRAIN / _TEST) kept after the transforms; else nullptr.
+  std::shared_ptr<const ProposalTable> proposals;
+  int64_t proposal_topk = 0;
 };
 
 /// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,

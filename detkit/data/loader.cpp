@@ -200,17 +200,23 @@ std::unique_ptr<TrainLoader> build_detection_train_loader(const config::CfgNode&
   options.start_batch = start_batch;
   auto dataset = std::make_shared<const DetectionDataset>(get_detection_dataset(
       cfg.get_string_list("DATASETS.TRAIN"), train_load_options_from_config(cfg)));
-  return std::make_unique<TrainLoader>(
-      std::move(dataset), DatasetMapper(dataset_mapper_options_from_config(cfg, true)), options);
+  DatasetMapperOptions mapper = dataset_mapper_options_from_config(cfg, true);
+  mapper.proposals = proposal_table_from_config(cfg, *dataset, /*is_train=*/true);
+  mapper.proposal_topk = cfg.get_int("DATASETS.PRECOMPUTED_PROPOSAL_TOPK_TRAIN");
+  return std::make_unique<TrainLoader>(std::move(dataset), DatasetMapper(std::move(mapper)),
+                                       options);
 }
 
 std::unique_ptr<TestLoader> build_detection_test_loader(const config::CfgNode& cfg,
                                                         const std::string& dataset_name, int rank,
                                                         int world_size) {
   auto dataset = std::make_shared<const DetectionDataset>(get_detection_dataset({dataset_name}));
-  return std::make_unique<TestLoader>(
-      std::move(dataset), DatasetMapper(dataset_mapper_options_from_config(cfg, false)),
-      static_cast<int>(cfg.get_int("DATALOADER.NUM_WORKERS")), rank, world_size);
+  DatasetMapperOptions mapper = dataset_mapper_options_from_config(cfg, false);
+  mapper.proposals = proposal_table_from_config(cfg, *dataset, /*is_train=*/false, dataset_name);
+  mapper.proposal_topk = cfg.get_int("DATASETS.PRECOMPUTED_PROPOSAL_TOPK_TEST");
+  return std::make_unique<TestLoader>(std::move(dataset), DatasetMapper(std::move(mapper)),
+                                      static_cast<int>(cfg.get_int("DATALOADER.NUM_WORKERS")), rank,
+                                      world_size);
 }
 
 }  // namespace detkit::data

@@ -18,6 +18,9 @@ struct ModelInput {
   at::Tensor image;               // (C, H, W) float, in INPUT.FORMAT channel order, 0..255, resized
   int64_t height = 0, width = 0;  // the original image size, for rescaling predictions
   std::optional<Instances> instances;  // training targets, in the resized frame
+  /// Precomputed proposals (MODEL.LOAD_PROPOSALS): "proposal_boxes" and "objectness_logits", best
+  /// first, in the resized frame; the model then runs no proposal generator.
+  std::optional<Instances> proposals;
   std::string file_name;  // the image file it came from (Detectron2's "file_name"), for messages
   /// Seeds this image's own generator for the model's random draws in training (anchor and
   /// proposal sampling), so that they do not depend on the images batched with it. nullopt: the

@@ -12,6 +12,8 @@
 #include "detkit/config/unimplemented.h"
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
+#include "detkit/data/loader.h"
+#include "detkit/data/proposal_file.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/solver/build.h"
@@ -49,6 +51,33 @@ std::set<std::string> keys_read_by_a_run() {
   keypoint.merge_from_list({"MODEL.KEYPOINT_ON", "True", "MODEL.ROI_HEADS.NUM_CLASSES", "1"});
   modeling::build_model(keypoint);
   data::train_load_options_from_config(keypoint);
+  // A ResNet-50 with deformable 3x3s (Detectron2's defaults otherwise) reads
+  // MODEL.RESNETS.DEFORM_*.
+  config::CfgNode deform = config::get_cfg();
+  deform.merge_from_list({"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "[False, True, True, False]",
+                          "MODEL.RESNETS.DEFORM_MODULATED", "True"});  // res5: the C4 head's
+  modeling::build_model(deform);
+  // The loaders with precomputed proposals (each image of the datasets given one proposal) read
+  // DATASETS.PROPOSAL_FILES_* and PRECOMPUTED_PROPOSAL_TOPK_*.
+  config::CfgNode proposals = cfg;
+  std::vector<std::string> files;
+  for (const auto& names :
+       {cfg.get_string_list("DATASETS.TRAIN"), cfg.get_string_list("DATASETS.TEST")}) {
+    const data::DetectionDataset dataset = data::get_detection_dataset(names);
+    std::vector<data::ImageProposals> one_each;
+    for (size_t i = 0; i < dataset.size(); ++i) {
+      const auto at = dataset.at(i);
+      one_each.push_back({at.dataset->image(at.image_index).id,
+                          at::tensor({1.f, 1.f, 20.f, 20.f}).view({1, 4}), at::ones({1})});
+    }
+    files.push_back(setup.dir.path("proposals_" + std::to_string(files.size()) + ".pkl"));
+    data::write_proposal_file(files.back(), one_each);
+  }
+  proposals.merge_from_list({"MODEL.LOAD_PROPOSALS", "True", "DATASETS.PROPOSAL_FILES_TRAIN",
+                             "('" + files[0] + "',)", "DATASETS.PROPOSAL_FILES_TEST",
+                             "('" + files[1] + "',)"});
+  EXPECT_TRUE(data::build_detection_train_loader(proposals, 0, 1)->next_batch().front().proposals);
+  data::build_detection_test_loader(proposals, cfg.get_string_list("DATASETS.TEST").front());
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -70,13 +99,10 @@ const std::vector<SelectedAway>& selected_away() {
       {"MODEL.PANOPTIC_FPN.", {"MODEL.META_ARCHITECTURE", "PanopticFPN"}},
       {"MODEL.SEM_SEG_HEAD.", {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"}},
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
-      {"MODEL.RESNETS.DEFORM_", {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "[False, True, True, True]"}},
       {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
       {"TEST.PRECISE_BN.", {"TEST.PRECISE_BN.ENABLED", "True"}},
       {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
-      {"DATASETS.PROPOSAL_FILES_", {"MODEL.LOAD_PROPOSALS", "True"}},
-      {"DATASETS.PRECOMPUTED_PROPOSAL_TOPK_", {"MODEL.LOAD_PROPOSALS", "True"}},
   };
   return table;
 }

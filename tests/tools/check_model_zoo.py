@@ -18,7 +18,8 @@ Detectron2's model zoo (DETKIT_MODEL_ZOO_URL points at it), FVCORE_CACHE at a fr
              in the cache trains from it (one step on coco_tiny), as does
              configs/COCO-Detection/retinanet_R_50_FPN_1x.yaml (Detectron2's, its base's anchor
              sizes a !!python/object/apply:eval tag), the C4 Mask R-CNN and the RPN-only
-             rpn_R_50_FPN_1x.yaml (box-proposal recall, box_proposals.pkl), each evaluated on
+             rpn_R_50_FPN_1x.yaml (box-proposal recall, box_proposals.pkl) and the Fast R-CNN
+             fast_rcnn_R_50_FPN_1x.yaml on that RPN's proposal files, each evaluated on
              coco_tiny's val; with an empty
              cache and no server it stops with the message naming the cache path
 """
@@ -240,6 +241,26 @@ assert all(b.dtype == np.float32 and b.shape[1:] == (4,) for b in written["boxes
 print("Detectron2's rpn_R_50_FPN_1x.yaml (ProposalNetwork): trained, evaluated "
       f"(AR@1000 {[m for m in metrics if 'box_proposals/AR@1000' in m][-1]['box_proposals/AR@1000']}),"
       f" box_proposals.pkl of {len(written['ids'])} images read by Python's pickle")
+# Fast R-CNN on precomputed proposals (MODEL.LOAD_PROPOSALS): the RPN just trained writes its
+# proposals for coco_tiny's train and val images, and Detectron2's fast_rcnn_R_50_FPN_1x.yaml
+# trains a step and evaluates on them.
+props = os.path.join(work, "rpn_proposals")
+r = detkit_run("train", "--eval-only", "--config-file",
+               os.path.join(repo, "configs/COCO-Detection/rpn_R_50_FPN_1x.yaml"),
+               "MODEL.WEIGHTS", os.path.join(work, "rpn", "model_final.pth"), "DATASETS.TEST",
+               "('coco_2017_train', 'coco_2017_val')", "INPUT.MIN_SIZE_TEST", "128",
+               "INPUT.MAX_SIZE_TEST", "160", "OUTPUT_DIR", props, environ=train_env)
+fast = ["train", "--config-file", os.path.join(repo, "configs/COCO-Detection/fast_rcnn_R_50_FPN_1x.yaml"),
+        "SOLVER.MAX_ITER", "1", "SOLVER.IMS_PER_BATCH", "1", "INPUT.MIN_SIZE_TRAIN", "(128,)",
+        "INPUT.MAX_SIZE_TRAIN", "160", "INPUT.MIN_SIZE_TEST", "128", "INPUT.MAX_SIZE_TEST", "160",
+        "DATALOADER.NUM_WORKERS", "1", "OUTPUT_DIR", os.path.join(work, "fast_rcnn"),
+        "DATASETS.PROPOSAL_FILES_TRAIN", f"('{props}/inference/coco_2017_train/box_proposals.pkl',)",
+        "DATASETS.PROPOSAL_FILES_TEST", f"('{props}/inference/coco_2017_val/box_proposals.pkl',)"]
+r = detkit_run(*fast, environ=train_env)
+expect_in(r.stderr, "iter: 0", "loss_cls", "Evaluation results for bbox:")
+assert "loss_rpn_cls" not in r.stderr, "Fast R-CNN on precomputed proposals has no RPN losses"
+print("Detectron2's fast_rcnn_R_50_FPN_1x.yaml (MODEL.LOAD_PROPOSALS): trained and evaluated on "
+      "the RPN's box_proposals.pkl files")
 os.remove(r50)
 r = detkit_run(*train, expect_ok=False, environ=train_env)
 expect_in(r.stderr, f"place the file at '{r50}'")

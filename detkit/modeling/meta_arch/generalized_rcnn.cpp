@@ -20,7 +20,9 @@ GeneralizedRCNN::GeneralizedRCNN(std::shared_ptr<Backbone> backbone,
                                  std::shared_ptr<ROIHeads> roi_heads,
                                  std::vector<double> pixel_mean, std::vector<double> pixel_std)
     : backbone_(register_module("backbone", std::move(backbone))),
-      proposal_generator_(register_module("proposal_generator", std::move(proposal_generator))),
+      proposal_generator_(proposal_generator
+                              ? register_module("proposal_generator", std::move(proposal_generator))
+                              : nullptr),
       roi_heads_(register_module("roi_heads", std::move(roi_heads))) {
   std::tie(pixel_mean_, pixel_std_) = pixel_normalization(pixel_mean, pixel_std);
 }
@@ -37,6 +39,31 @@ void GeneralizedRCNN::to(torch::Device device, bool non_blocking) {
   pixel_std_ = pixel_std_.to(device);
 }
 
+ProposalOutput GeneralizedRCNN::proposals_of(const std::vector<ModelInput>& batch,
+                                             const structures::ImageList& images,
+                                             const FeatureMap& features,
+                                             const std::vector<Instances>* targets) {
+  if (proposal_generator_) return proposal_generator_->forward(images, features, targets);
+  // PrecomputedProposals: the inputs carry them (MODEL.LOAD_PROPOSALS), no proposal losses.
+  ProposalOutput out;
+  for (const auto& input : batch) {
+    if (!input.proposals) {
+      throw Error(
+          "GeneralizedRCNN: MODEL.PROPOSAL_GENERATOR.NAME is PrecomputedProposals, but the "
+          "input " +
+          input.file_name +
+          " has no proposals (MODEL.LOAD_PROPOSALS True with "
+          "DATASETS.PROPOSAL_FILES_TRAIN / _TEST gives them)");
+    }
+    Instances p = *input.proposals;
+    const c10::Device device = images.tensor().device();
+    p.set("proposal_boxes", structures::Boxes(p.boxes("proposal_boxes").tensor().to(device)));
+    p.set("objectness_logits", p.tensor("objectness_logits").to(device));
+    out.proposals.push_back(std::move(p));
+  }
+  return out;
+}
+
 LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
   TORCH_CHECK(is_training(), "GeneralizedRCNN::losses needs training mode (model->train())");
   std::vector<Instances> targets;
@@ -47,7 +74,7 @@ LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
   const ImageGenerators generators(batch);  // each image's sampling, when it is seeded
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());
-  ProposalOutput proposals = proposal_generator_->forward(images, features, &targets);
+  ProposalOutput proposals = proposals_of(batch, images, features, &targets);
   if (training_visualization_requested() && !proposals.proposals.empty()) {
     // Detectron2's visualize_training: the batch's first image, its ground-truth boxes and the
     // 20 proposals scored highest (the RPN hands them out best first).
@@ -67,7 +94,7 @@ std::vector<Instances> GeneralizedRCNN::inference(const std::vector<ModelInput>&
   TORCH_CHECK(!is_training(), "GeneralizedRCNN::inference needs eval mode (model->eval())");
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());
-  ProposalOutput proposals = proposal_generator_->forward(images, features, nullptr);
+  ProposalOutput proposals = proposals_of(batch, images, features, nullptr);
   ROIHeadsOutput heads = roi_heads_->forward(images, features, proposals.proposals, nullptr);
   std::vector<Instances> out;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -117,8 +144,6 @@ Instances detector_postprocess(const Instances& results, int64_t height, int64_t
 }
 
 std::shared_ptr<GeneralizedRCNN> build_generalized_rcnn(const config::CfgNode& cfg) {
-  if (cfg.get_bool("MODEL.LOAD_PROPOSALS"))
-    throw Error("MODEL.LOAD_PROPOSALS True (precomputed proposals) is not supported yet");
   auto backbone = build_backbone(cfg);
   auto shapes = backbone->output_shape();
   auto proposal_generator = build_proposal_generator(cfg, shapes);

@@ -34,6 +34,11 @@ class GeneralizedRCNN : public MetaArch {
   using MetaArch::to;  // the dtype overloads
 
   structures::ImageList preprocess_image(const std::vector<ModelInput>& batch) const;
+  /// The proposal generator's output, or with none (MODEL.PROPOSAL_GENERATOR.NAME
+  /// "PrecomputedProposals") the inputs' own proposals.
+  ProposalOutput proposals_of(const std::vector<ModelInput>& batch,
+                              const structures::ImageList& images, const FeatureMap& features,
+                              const std::vector<structures::Instances>* targets);
   const std::shared_ptr<Backbone>& backbone() const { return backbone_; }
 
  private:

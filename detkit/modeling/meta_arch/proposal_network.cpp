@@ -62,6 +62,10 @@ std::vector<Instances> ProposalNetwork::inference(const std::vector<ModelInput>&
 std::shared_ptr<ProposalNetwork> build_proposal_network(const config::CfgNode& cfg) {
   auto backbone = build_backbone(cfg);
   auto proposal_generator = build_proposal_generator(cfg, backbone->output_shape());
+  if (!proposal_generator)
+    throw Error(
+        "ProposalNetwork needs a proposal generator: MODEL.PROPOSAL_GENERATOR.NAME is "
+        "PrecomputedProposals");
   return std::make_shared<ProposalNetwork>(backbone, proposal_generator,
                                            cfg.get_float_list("MODEL.PIXEL_MEAN"),
                                            cfg.get_float_list("MODEL.PIXEL_STD"));

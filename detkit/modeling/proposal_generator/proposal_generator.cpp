@@ -10,6 +10,8 @@ Registry<ProposalGeneratorFactory>& proposal_generator_registry() {
 
 std::shared_ptr<ProposalGenerator> build_proposal_generator(const config::CfgNode& cfg,
                                                             const layers::ShapeSpecs& input_shapes) {
+  // Detectron2's name for "none: the inputs carry precomputed proposals".
+  if (cfg.get_string("MODEL.PROPOSAL_GENERATOR.NAME") == "PrecomputedProposals") return nullptr;
   return proposal_generator_registry().get(cfg.get_string("MODEL.PROPOSAL_GENERATOR.NAME"))(
       cfg, input_shapes);
 }

@@ -39,6 +39,7 @@ using ProposalGeneratorFactory = std::function<std::shared_ptr<ProposalGenerator
 
 Registry<ProposalGeneratorFactory>& proposal_generator_registry();
 
+/// MODEL.PROPOSAL_GENERATOR.NAME from the registry; nullptr for "PrecomputedProposals".
 std::shared_ptr<ProposalGenerator> build_proposal_generator(const config::CfgNode& cfg,
                                                             const layers::ShapeSpecs& input_shapes);
 
