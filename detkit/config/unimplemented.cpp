@@ -8,12 +8,12 @@ namespace detkit::config {
 const std::vector<UnimplementedKey>& unimplemented_keys() {
   static const std::vector<UnimplementedKey> keys = {
       {"TEST.AUG.ENABLED", "test-time augmentation"},
-      {"TEST.PRECISE_BN.ENABLED", "precise BatchNorm statistics before evaluation"},
       {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "deformable convolutions"},
       {"MODEL.ROI_BOX_HEAD.TRAIN_ON_PRED_BOXES", "training the mask head on predicted boxes"},
       {"FLOAT32_PRECISION", "reduced fp32 matmul/convolution precision (TF32 on CUDA)"},
       {"TEST.EXPECTED_RESULTS", "checking evaluation results against expected values"},
-      {"VERSION", "reading configs of another Detectron2 config version (Detectron2 converts them)"},
+      {"VERSION",
+       "reading configs of another Detectron2 config version (Detectron2 converts them)"},
   };
   return keys;
 }

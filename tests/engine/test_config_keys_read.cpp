@@ -13,6 +13,7 @@
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
 #include "detkit/engine/defaults.h"
+#include "detkit/engine/precise_bn.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -49,6 +50,9 @@ std::set<std::string> keys_read_by_a_run() {
   keypoint.merge_from_list({"MODEL.KEYPOINT_ON", "True", "MODEL.ROI_HEADS.NUM_CLASSES", "1"});
   modeling::build_model(keypoint);
   data::train_load_options_from_config(keypoint);
+  config::CfgNode precise_bn = cfg;  // TEST.PRECISE_BN.NUM_ITER, read when precise BN is on
+  precise_bn.merge_from_list({"TEST.PRECISE_BN.ENABLED", "True"});
+  build_precise_bn_hook(precise_bn, *trainer.model(), seed, 0);
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -73,7 +77,6 @@ const std::vector<SelectedAway>& selected_away() {
       {"MODEL.RESNETS.DEFORM_", {"MODEL.RESNETS.DEFORM_ON_PER_STAGE", "[False, True, True, True]"}},
       {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
-      {"TEST.PRECISE_BN.", {"TEST.PRECISE_BN.ENABLED", "True"}},
       {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
       {"DATASETS.PROPOSAL_FILES_", {"MODEL.LOAD_PROPOSALS", "True"}},
       {"DATASETS.PRECOMPUTED_PROPOSAL_TOPK_", {"MODEL.LOAD_PROPOSALS", "True"}},
