@@ -8,7 +8,6 @@ namespace detkit::config {
 const std::vector<UnimplementedKey>& unimplemented_keys() {
   static const std::vector<UnimplementedKey> keys = {
       {"TEST.AUG.ENABLED", "test-time augmentation"},
-      {"TEST.PRECISE_BN.ENABLED", "precise BatchNorm statistics before evaluation"},
       {"MODEL.ROI_BOX_HEAD.TRAIN_ON_PRED_BOXES", "training the mask head on predicted boxes"},
       {"FLOAT32_PRECISION", "reduced fp32 matmul/convolution precision (TF32 on CUDA)"},
       {"TEST.EXPECTED_RESULTS", "checking evaluation results against expected values"},

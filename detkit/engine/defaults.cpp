@@ -12,6 +12,7 @@
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/hooks.h"
+#include "detkit/engine/precise_bn.h"
 #include "detkit/engine/tensorboard_writer.h"
 #include "detkit/engine/training_visualization.h"
 #include "detkit/engine/validation_loss.h"
@@ -189,6 +190,10 @@ void DefaultTrainer::train() {
   trainer_->set_pad_to_global_batch(loader_->options().world_size_invariant);
   trainer_->register_hook(std::make_shared<IterationTimer>());
   trainer_->register_hook(std::make_shared<LRSchedulerHook>(*scheduler_));
+  // TEST.PRECISE_BN, where Detectron2's build_hooks puts it: before the checkpointer, which then
+  // saves its statistics, and before the evaluation, which uses them.
+  if (auto precise_bn = build_precise_bn_hook(cfg_, *model_, seed_, start_iter_))
+    trainer_->register_hook(precise_bn);
   trainer_->register_hook(std::make_shared<PeriodicCheckpointerHook>(*periodic_, *scheduler_));
   // DATALOADER.ON_BAD_IMAGE skip: the samples the job replaced so far (every rank's loader).
   trainer_->register_hook(std::make_shared<SumOverRanksHook>(

@@ -121,9 +121,6 @@ void Trainer::run_step() {
   batch_.clear();
 }
 
-namespace {
-// Every input of `batch` padded to at least the largest image (height, width) of all ranks'
-// batches, as the model pads one batch: one all-gather.
 void pad_to_largest_over_ranks(std::vector<structures::ModelInput>& batch) {
   int64_t h = 0, w = 0;
   for (const auto& input : batch) {
@@ -139,7 +136,6 @@ void pad_to_largest_over_ranks(std::vector<structures::ModelInput>& batch) {
     input.min_padded_width = w;
   }
 }
-}  // namespace
 
 std::vector<structures::ModelInput> Trainer::fetch_batch() {
   const auto start = std::chrono::steady_clock::now();

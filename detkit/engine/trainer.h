@@ -142,6 +142,11 @@ double reported_lr(const solver::Optimizer& optimizer);
 /// `rank`: ranks sample differently from one another, each the same on every run.
 uint64_t iteration_seed(uint64_t seed, int64_t iter, int rank = 0);
 
+/// Every input of `batch` padded to at least the largest image (height, width) of all ranks'
+/// batches, as the model pads one batch (one all-gather): what set_pad_to_global_batch does to
+/// each training batch.
+void pad_to_largest_over_ranks(std::vector<structures::ModelInput>& batch);
+
 /// Gives every rank rank 0's parameters and buffers, as DDP does when it wraps a model; nothing
 /// in a world of one.
 void broadcast_weights_from_main(modeling::MetaArch& model);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "detkit/layers/norm.h"
+#include "detkit/layers/norm_input_recorder.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::layers {
@@ -90,7 +91,10 @@ at::Tensor Conv2dImpl::forward(const at::Tensor& x) {
   if (fold) std::tie(weight, bias) = weight_and_bias_with_norm();
   at::Tensor y = at::conv2d(x, weight, bias, {o.stride(), o.stride()}, {o.padding(), o.padding()},
                             {o.dilation(), o.dilation()}, o.groups());
-  if (!norm_.is_empty() && !fold) y = norm_.forward(y);
+  if (!norm_.is_empty() && !fold) {
+    record_norm_input(*norm_.ptr(), y);  // for precise BatchNorm's weights
+    y = norm_.forward(y);
+  }
   if (options_.relu()) y = at::relu_(y);
   return y;
 }

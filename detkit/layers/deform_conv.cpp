@@ -4,6 +4,7 @@
 #include <torch/nn/init.h>
 
 #include "detkit/layers/norm.h"
+#include "detkit/layers/norm_input_recorder.h"
 #include "detkit/ops/deform_conv.h"
 #include "detkit/utils/error.h"
 
@@ -39,7 +40,10 @@ at::Tensor DeformConv2dImpl::forward(const at::Tensor& x, const at::Tensor& offs
   at::Tensor y = ops::deform_conv2d(x, weight_, offset, optional(mask), optional(bias_), o.stride(),
                                     o.stride(), o.padding(), o.padding(), o.dilation(),
                                     o.dilation(), o.groups(), o.deformable_groups());
-  if (!norm_.is_empty()) y = norm_.forward(y);
+  if (!norm_.is_empty()) {
+    record_norm_input(*norm_.ptr(), y);  // for precise BatchNorm's weights
+    y = norm_.forward(y);
+  }
   if (o.relu()) y = at::relu_(y);
   return y;
 }

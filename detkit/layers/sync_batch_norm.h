@@ -25,6 +25,10 @@ class NaiveSyncBatchNorm2dImpl : public torch::nn::Module {
                                     double eps = 1e-5, double momentum = 0.1);
   at::Tensor forward(const at::Tensor& input);
   void pretty_print(std::ostream& stream) const override;
+  /// The running statistics' update factor (BatchNorm2d's momentum); precise BN sets it to 1 while
+  /// it measures each batch's statistics (engine/precise_bn.h).
+  double momentum() const { return momentum_; }
+  void set_momentum(double momentum) { momentum_ = momentum; }
 
   // BatchNorm2d's parameters and buffers, under its names.
   at::Tensor weight, bias, running_mean, running_var, num_batches_tracked;

@@ -1,9 +1,11 @@
 // Two real ranks over Gloo on 127.0.0.1: the test starts two copies of this binary (each runs
 // GlooWorker.TwoRanksTrainLikeOneProcess with torchrun's variables set) on a free port and waits
 // for both, with a time-out. Each worker checks the collectives, the gradient averaging (a
-// parameter with a gradient on one rank only, one with none), and that two ranks training a toy
-// model from different initial weights on different batches end with exactly the weights of one
-// process training on both batches at once.
+// parameter with a gradient on one rank only, one with none), SyncBN and precise BN's statistics
+// over the ranks, and that two ranks training a toy model from different initial weights on
+// different batches end with exactly the weights of one process training on both batches at once.
+#include <ATen/CPUGeneratorImpl.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -11,10 +13,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/nn/modules/linear.h>
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -26,7 +26,9 @@
 #include "detkit/distributed/gloo_communicator.h"
 #include "detkit/distributed/launch_environment.h"
 #include "detkit/engine/amp_trainer.h"
+#include "detkit/engine/precise_bn.h"
 #include "detkit/engine/trainer.h"
+#include "detkit/layers/conv2d.h"
 #include "detkit/layers/sync_batch_norm.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -171,6 +173,63 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
     EXPECT_LT(input, 1e-5);
     EXPECT_LT(params, 1e-5);
     EXPECT_LT((sync->running_mean - bn->running_mean).abs().max().item<double>(), 1e-6);
+  }
+
+  {  // Precise BN: SyncBN's statistics are those of both ranks' images of every batch, the same
+     // on both ranks; plain BN's are this rank's images' own. 1x1 identity convolutions, so each
+     // norm normalises the images themselves; batches of two shapes, one image per rank.
+    struct Net : torch::nn::Module {
+      layers::Conv2d sync = register_module(
+          "sync", layers::Conv2d(layers::Conv2dOptions(3, 3, 1).bias(false).norm("SyncBN")));
+      layers::Conv2d bn = register_module(
+          "bn", layers::Conv2d(layers::Conv2dOptions(3, 3, 1).bias(false).norm("BN")));
+    } net;
+    {
+      at::NoGradGuard no_grad;
+      net.sync->weight().copy_(at::eye(3).view({3, 3, 1, 1}));
+      net.bn->weight().copy_(at::eye(3).view({3, 3, 1, 1}));
+    }
+    auto gen = at::detail::createCPUGenerator(5);
+    const std::vector<at::Tensor> batches = {at::randn({2, 3, 2, 3}, gen) + 1,
+                                             at::randn({2, 3, 4, 2}, gen) * 2 - 1};
+    engine::update_bn_stats(
+        net,
+        [&](int64_t k) {
+          const at::Tensor mine = batches.at(static_cast<size_t>(k)).narrow(0, rank, 1);
+          net.bn->forward(net.sync->forward(mine));
+        },
+        2);
+    const auto values = [](const std::vector<at::Tensor>& xs) {  // (C, everything)
+      std::vector<at::Tensor> flat;
+      for (const at::Tensor& x : xs) flat.push_back(x.transpose(0, 1).reshape({3, -1}));
+      return at::cat(flat, 1);
+    };
+    const at::Tensor both = values(batches);
+    const at::Tensor sync_input =
+        values({batches[0].narrow(0, rank, 1), batches[1].narrow(0, rank, 1)});
+    // bn's input is sync's output, normalised with each batch's global statistics.
+    std::vector<at::Tensor> normalised;
+    for (const at::Tensor& x : batches) {
+      const at::Tensor v = values({x});
+      const at::Tensor y =
+          (x - v.mean(1).view({1, 3, 1, 1})) / at::sqrt(v.var(1, false).view({1, 3, 1, 1}) + 1e-5);
+      normalised.push_back(y.narrow(0, rank, 1));
+    }
+    const at::Tensor bn_input = values(normalised);
+    auto buffers = net.named_buffers();
+    const auto diff = [](const at::Tensor& a, const at::Tensor& b) {
+      return (a - b).abs().max().item<double>();
+    };
+    const double sync_diff = std::max(diff(buffers["sync.norm.running_mean"], both.mean(1)),
+                                      diff(buffers["sync.norm.running_var"], both.var(1, false)));
+    const double bn_diff = std::max(diff(buffers["bn.norm.running_mean"], bn_input.mean(1)),
+                                    diff(buffers["bn.norm.running_var"], bn_input.var(1, false)));
+    std::cout << "[ gloo ] rank " << rank << ": precise BN, SyncBN vs both ranks' images: max "
+              << "difference " << sync_diff << "; BN vs this rank's: " << bn_diff << "\n";
+    EXPECT_LT(sync_diff, 1e-5);
+    EXPECT_LT(bn_diff, 1e-5);
+    EXPECT_GT(diff(both.var(1, false), sync_input.var(1, false)), 1e-2)
+        << "this rank's images alone would pass for both ranks'";
   }
 
   // Different initial weights on each rank: broadcast_from_main makes them rank 0's.

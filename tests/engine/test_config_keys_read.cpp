@@ -15,6 +15,7 @@
 #include "detkit/data/loader.h"
 #include "detkit/data/proposal_file.h"
 #include "detkit/engine/defaults.h"
+#include "detkit/engine/precise_bn.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
@@ -78,6 +79,9 @@ std::set<std::string> keys_read_by_a_run() {
                              "('" + files[1] + "',)"});
   EXPECT_TRUE(data::build_detection_train_loader(proposals, 0, 1)->next_batch().front().proposals);
   data::build_detection_test_loader(proposals, cfg.get_string_list("DATASETS.TEST").front());
+  config::CfgNode precise_bn = cfg;  // TEST.PRECISE_BN.NUM_ITER, read when precise BN is on
+  precise_bn.merge_from_list({"TEST.PRECISE_BN.ENABLED", "True"});
+  build_precise_bn_hook(precise_bn, *trainer.model(), seed, 0);
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -101,7 +105,6 @@ const std::vector<SelectedAway>& selected_away() {
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
       {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
-      {"TEST.PRECISE_BN.", {"TEST.PRECISE_BN.ENABLED", "True"}},
       {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
   };
   return table;
