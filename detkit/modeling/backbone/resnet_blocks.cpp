@@ -16,6 +16,27 @@ Conv2d make_shortcut(torch::nn::Module& block, const BlockOptions& o) {
   c2_msra_fill(shortcut);
   return block.register_module("shortcut", shortcut);
 }
+
+// A bottleneck's strides: Detectron2's MSRA models stride in the 1x1, torchvision / Caffe2
+// ResNeXt in the 3x3.
+int64_t stride_1x1(const BlockOptions& o) { return o.stride_in_1x1 ? o.stride : 1; }
+int64_t stride_3x3(const BlockOptions& o) { return o.stride_in_1x1 ? 1 : o.stride; }
+
+// A bottleneck's 1x1 reduction ("conv1", norm and ReLU) and 1x1 expansion ("conv3", norm); the
+// block MSRA-fills its convolutions once all are made, in the order the random draws had so far.
+Conv2d make_conv1(torch::nn::Module& block, const BlockOptions& o) {
+  return block.register_module("conv1",
+                               Conv2d(Conv2dOptions(o.in_channels, o.bottleneck_channels, 1)
+                                          .stride(stride_1x1(o))
+                                          .bias(false)
+                                          .norm(o.norm)
+                                          .relu(true)));
+}
+Conv2d make_conv3(torch::nn::Module& block, const BlockOptions& o) {
+  return block.register_module(
+      "conv3",
+      Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1).bias(false).norm(o.norm)));
+}
 }  // namespace
 
 BasicStemImpl::BasicStemImpl(int64_t in_channels, int64_t out_channels, const std::string& norm) {
@@ -55,25 +76,17 @@ at::Tensor BasicBlockImpl::forward(const at::Tensor& x) {
 
 BottleneckBlockImpl::BottleneckBlockImpl(const BlockOptions& o) {
   shortcut_ = make_shortcut(*this, o);
-  // Detectron2's MSRA models stride in the 1x1; torchvision / Caffe2 ResNeXt in the 3x3.
-  int64_t stride_1x1 = o.stride_in_1x1 ? o.stride : 1, stride_3x3 = o.stride_in_1x1 ? 1 : o.stride;
-  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(o.in_channels, o.bottleneck_channels, 1)
-                                               .stride(stride_1x1)
-                                               .bias(false)
-                                               .norm(o.norm)
-                                               .relu(true)));
+  conv1_ = make_conv1(*this, o);
   conv2_ =
       register_module("conv2", Conv2d(Conv2dOptions(o.bottleneck_channels, o.bottleneck_channels, 3)
-                                          .stride(stride_3x3)
+                                          .stride(stride_3x3(o))
                                           .padding(o.dilation)
                                           .dilation(o.dilation)
                                           .groups(o.num_groups)
                                           .bias(false)
                                           .norm(o.norm)
                                           .relu(true)));
-  conv3_ = register_module(
-      "conv3",
-      Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1).bias(false).norm(o.norm)));
+  conv3_ = make_conv3(*this, o);
   c2_msra_fill(conv1_);
   c2_msra_fill(conv2_);
   c2_msra_fill(conv3_);
@@ -89,22 +102,17 @@ at::Tensor BottleneckBlockImpl::forward(const at::Tensor& x) {
 DeformBottleneckBlockImpl::DeformBottleneckBlockImpl(const BlockOptions& o)
     : modulated_(o.deform_modulated), offset_channels_(18 * o.deform_num_groups) {
   shortcut_ = make_shortcut(*this, o);
-  int64_t stride_1x1 = o.stride_in_1x1 ? o.stride : 1, stride_3x3 = o.stride_in_1x1 ? 1 : o.stride;
-  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(o.in_channels, o.bottleneck_channels, 1)
-                                               .stride(stride_1x1)
-                                               .bias(false)
-                                               .norm(o.norm)
-                                               .relu(true)));
+  conv1_ = make_conv1(*this, o);
   const int64_t offset_outputs = (o.deform_modulated ? 27 : 18) * o.deform_num_groups;
   conv2_offset_ =
       register_module("conv2_offset", Conv2d(Conv2dOptions(o.bottleneck_channels, offset_outputs, 3)
-                                                 .stride(stride_3x3)
+                                                 .stride(stride_3x3(o))
                                                  .padding(o.dilation)
                                                  .dilation(o.dilation)));
   conv2_ = register_module(
       "conv2", layers::DeformConv2d(
                    layers::DeformConv2dOptions(o.bottleneck_channels, o.bottleneck_channels, 3)
-                       .stride(stride_3x3)
+                       .stride(stride_3x3(o))
                        .padding(o.dilation)
                        .dilation(o.dilation)
                        .groups(o.num_groups)
@@ -112,9 +120,7 @@ DeformBottleneckBlockImpl::DeformBottleneckBlockImpl(const BlockOptions& o)
                        .modulated(o.deform_modulated)
                        .norm(o.norm)
                        .relu(true)));
-  conv3_ = register_module(
-      "conv3",
-      Conv2d(Conv2dOptions(o.bottleneck_channels, o.out_channels, 1).bias(false).norm(o.norm)));
+  conv3_ = make_conv3(*this, o);
   c2_msra_fill(conv1_);
   layers::c2_msra_fill(conv2_);
   c2_msra_fill(conv3_);
