@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "detkit/structures/instances.h"
 
@@ -21,6 +22,10 @@ struct ModelInput {
   /// Precomputed proposals (MODEL.LOAD_PROPOSALS): "proposal_boxes" and "objectness_logits", best
   /// first, in the resized frame; the model then runs no proposal generator.
   std::optional<Instances> proposals;
+  /// Semantic-segmentation target (training, a dataset with sem_seg_file_name): (H, W) int64 class
+  /// per pixel of the resized image, MODEL.SEM_SEG_HEAD.IGNORE_VALUE where unlabelled; the model
+  /// pads it with IGNORE_VALUE to the batch size.
+  std::optional<at::Tensor> sem_seg;
   std::string file_name;  // the image file it came from (Detectron2's "file_name"), for messages
   /// Seeds this image's own generator for the model's random draws in training (anchor and
   /// proposal sampling), so that they do not depend on the images batched with it. nullopt: the
@@ -31,6 +36,34 @@ struct ModelInput {
   /// size divisibility rounds it up; 0 = no minimum. Set when a batch is one rank's slice of a
   /// global batch, so that every slice is padded as the whole batch would be.
   int64_t min_padded_height = 0, min_padded_width = 0;
+};
+
+/// One segment of a panoptic prediction, as Detectron2's `segments_info` entries: a thing
+/// (isthing, score, category_id a thing class, instance_id its index among the image's
+/// instances) or a stuff region (category_id a semantic-head class, area in pixels).
+struct PanopticSegment {
+  int32_t id = 0;  // its value in the id map (1, 2, ...; 0 is void)
+  bool isthing = false;
+  int64_t category_id = 0;   // contiguous class index
+  double score = 0;          // things only
+  int64_t instance_id = -1;  // things only
+  int64_t area = 0;          // stuff only (Detectron2 gives no area for things)
+};
+
+/// Detectron2's `panoptic_seg`: the (H, W) int32 id map (0: void) and its segments.
+struct PanopticOutput {
+  at::Tensor ids;
+  std::vector<PanopticSegment> segments;
+};
+
+/// What a model gives for one image in eval mode, as Detectron2's output dict: "instances"
+/// (detectors), "sem_seg" ((C, H, W) float logits in the original image's size: semantic and
+/// panoptic models), "panoptic_seg" (PanopticFPN), "proposals" (ProposalNetwork, held in
+/// `instances` as "proposal_boxes" / "objectness_logits").
+struct ModelOutput {
+  std::optional<Instances> instances;
+  std::optional<at::Tensor> sem_seg;
+  std::optional<PanopticOutput> panoptic_seg;
 };
 
 /// Training losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...); the trainer sums them.

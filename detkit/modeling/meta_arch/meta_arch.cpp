@@ -25,6 +25,27 @@ std::optional<TrainingVisualization> MetaArch::take_training_visualization() {
   return taken;
 }
 
+std::vector<structures::Instances> MetaArch::inference(
+    const std::vector<structures::ModelInput>& batch) {
+  std::vector<structures::Instances> instances;
+  for (auto& output : outputs(batch)) {
+    if (!output.instances)
+      throw Error(name() + " predicts no instances (its outputs are " +
+                  (output.panoptic_seg ? "panoptic_seg, " : "") +
+                  (output.sem_seg ? "sem_seg" : "none") +
+                  "): evaluate it with a semantic or panoptic evaluator");
+    instances.push_back(std::move(*output.instances));
+  }
+  return instances;
+}
+
+std::vector<structures::ModelOutput> MetaArch::outputs(
+    const std::vector<structures::ModelInput>& batch) {
+  std::vector<structures::ModelOutput> out;
+  for (auto& instances : inference(batch)) out.push_back({std::move(instances), {}, {}});
+  return out;
+}
+
 Registry<MetaArchFactory>& meta_arch_registry() {
   static Registry<MetaArchFactory> registry("meta architecture (MODEL.META_ARCHITECTURE)");
   return registry;

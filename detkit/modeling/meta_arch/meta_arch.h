@@ -39,9 +39,17 @@ class MetaArch : public torch::nn::Module {
   /// Training mode: the loss dict of a batch whose inputs carry `instances` (targets).
   virtual structures::LossDict losses(const std::vector<structures::ModelInput>& batch) = 0;
   /// Eval mode: per image "pred_boxes", "scores", "pred_classes" (and, for instance segmenters,
-  /// "pred_masks" (R, H, W) bool) in the original image's size.
+  /// "pred_masks" (R, H, W) bool) in the original image's size. By default the instances of
+  /// outputs(); a model whose outputs hold none (SemanticSegmentor) is an error naming it.
   virtual std::vector<structures::Instances> inference(
-      const std::vector<structures::ModelInput>& batch) = 0;
+      const std::vector<structures::ModelInput>& batch);
+  /// Eval mode: everything the model gives per image (Detectron2's output dicts: instances,
+  /// sem_seg, panoptic_seg). By default inference()'s instances. A model overrides at least one
+  /// of the two.
+  virtual std::vector<structures::ModelOutput> outputs(
+      const std::vector<structures::ModelInput>& batch);
+  /// MODEL.META_ARCHITECTURE's name, for messages.
+  virtual std::string name() const { return "this model"; }
   /// The device its parameters and buffers live on (CPU for a model without any).
   c10::Device device() const;
 
