@@ -48,6 +48,9 @@ std::set<std::string> keys_read_by_a_run() {
   cascade.merge_from_list({"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
                            "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"});
   modeling::build_model(cascade);
+  config::CfgNode panoptic = cfg;  // PanopticFPN reads MODEL.PANOPTIC_FPN.* and SEM_SEG_HEAD.*
+  panoptic.merge_from_list({"MODEL.META_ARCHITECTURE", "PanopticFPN", "MODEL.MASK_ON", "True"});
+  modeling::build_model(panoptic);
   config::CfgNode keypoint = cfg;  // Keypoint R-CNN reads MODEL.ROI_KEYPOINT_HEAD.*
   keypoint.merge_from_list({"MODEL.KEYPOINT_ON", "True", "MODEL.ROI_HEADS.NUM_CLASSES", "1"});
   modeling::build_model(keypoint);
@@ -100,8 +103,6 @@ struct SelectedAway {
 };
 const std::vector<SelectedAway>& selected_away() {
   static const std::vector<SelectedAway> table = {
-      {"MODEL.PANOPTIC_FPN.", {"MODEL.META_ARCHITECTURE", "PanopticFPN"}},
-      {"MODEL.SEM_SEG_HEAD.", {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"}},
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
       {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},

@@ -66,14 +66,20 @@ ProposalOutput GeneralizedRCNN::proposals_of(const std::vector<ModelInput>& batc
 
 LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
   TORCH_CHECK(is_training(), "GeneralizedRCNN::losses needs training mode (model->train())");
+  const ImageGenerators generators(batch);  // each image's sampling, when it is seeded
+  auto images = preprocess_image(batch);
+  FeatureMap features = backbone_->forward(images.tensor());
+  return detector_losses(batch, images, features);
+}
+
+LossDict GeneralizedRCNN::detector_losses(const std::vector<ModelInput>& batch,
+                                          const structures::ImageList& images,
+                                          const FeatureMap& features) {
   std::vector<Instances> targets;
   for (const auto& input : batch) {
     if (!input.instances) throw Error("GeneralizedRCNN: a training input has no instances");
     targets.push_back(*input.instances);
   }
-  const ImageGenerators generators(batch);  // each image's sampling, when it is seeded
-  auto images = preprocess_image(batch);
-  FeatureMap features = backbone_->forward(images.tensor());
   ProposalOutput proposals = proposals_of(batch, images, features, &targets);
   if (training_visualization_requested() && !proposals.proposals.empty()) {
     // Detectron2's visualize_training: the batch's first image, its ground-truth boxes and the
@@ -94,15 +100,26 @@ std::vector<Instances> GeneralizedRCNN::inference(const std::vector<ModelInput>&
   TORCH_CHECK(!is_training(), "GeneralizedRCNN::inference needs eval mode (model->eval())");
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());
+  return detect(batch, images, features);
+}
+
+std::vector<Instances> GeneralizedRCNN::detect(const std::vector<ModelInput>& batch,
+                                               const structures::ImageList& images,
+                                               const FeatureMap& features) {
   ProposalOutput proposals = proposals_of(batch, images, features, nullptr);
   ROIHeadsOutput heads = roi_heads_->forward(images, features, proposals.proposals, nullptr);
   std::vector<Instances> out;
   for (size_t i = 0; i < batch.size(); ++i) {
-    int64_t h = batch[i].height > 0 ? batch[i].height : images.image_sizes()[i].first;
-    int64_t w = batch[i].width > 0 ? batch[i].width : images.image_sizes()[i].second;
+    const auto [h, w] = output_size(batch[i], images.image_sizes()[i]);
     out.push_back(detector_postprocess(heads.instances[i], h, w));
   }
   return out;
+}
+
+std::pair<int64_t, int64_t> output_size(const ModelInput& input,
+                                        std::pair<int64_t, int64_t> image_size) {
+  return {input.height > 0 ? input.height : image_size.first,
+          input.width > 0 ? input.width : image_size.second};
 }
 
 Instances detector_postprocess(const Instances& results, int64_t height, int64_t width,

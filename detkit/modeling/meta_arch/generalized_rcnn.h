@@ -41,6 +41,17 @@ class GeneralizedRCNN : public MetaArch {
                               const std::vector<structures::Instances>* targets);
   const std::shared_ptr<Backbone>& backbone() const { return backbone_; }
 
+ protected:
+  /// The proposal generator's and ROI heads' losses on a preprocessed batch and its features
+  /// (losses() after the backbone; PanopticFPN adds its semantic head's).
+  LossDict detector_losses(const std::vector<ModelInput>& batch,
+                           const structures::ImageList& images, const FeatureMap& features);
+  /// The detections of a preprocessed batch in each original image's size (inference() after
+  /// the backbone).
+  std::vector<structures::Instances> detect(const std::vector<ModelInput>& batch,
+                                            const structures::ImageList& images,
+                                            const FeatureMap& features);
+
  private:
   std::shared_ptr<Backbone> backbone_;
   std::shared_ptr<ProposalGenerator> proposal_generator_;
@@ -51,6 +62,11 @@ class GeneralizedRCNN : public MetaArch {
 /// GeneralizedRCNN with MODEL.BACKBONE, MODEL.PROPOSAL_GENERATOR and MODEL.ROI_HEADS from the
 /// config (registered as MODEL.META_ARCHITECTURE "GeneralizedRCNN").
 std::shared_ptr<GeneralizedRCNN> build_generalized_rcnn(const config::CfgNode& cfg);
+
+/// The size an input's predictions are given in: its original (height, width), or the network
+/// input's `image_size` where the input does not say (0).
+std::pair<int64_t, int64_t> output_size(const ModelInput& input,
+                                        std::pair<int64_t, int64_t> image_size);
 
 /// Rescales one image's detections ("pred_boxes", or a ProposalNetwork's "proposal_boxes") from
 /// the network's input size to (height, width), clips, drops empty boxes and pastes masks into

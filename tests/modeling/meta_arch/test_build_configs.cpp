@@ -41,9 +41,9 @@ TEST(BuildConfigs, EveryConfigBuildsItsModel) {
   // checked by cli.zoo.*): every other config builds.
   std::set<std::string> refused;
   std::ifstream refusals(std::string(DETKIT_SOURCE_DIR) + "/tests/tools/zoo_refusals.txt");
+  ASSERT_TRUE(refusals.is_open()) << "tests/tools/zoo_refusals.txt unread";
   for (std::string line; std::getline(refusals, line);)
     if (!line.empty() && line[0] != '#') refused.insert(line.substr(0, line.find('\t')));
-  ASSERT_FALSE(refused.empty()) << "tests/tools/zoo_refusals.txt unread";
   int built = 0, checked = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
