@@ -46,6 +46,12 @@ structures::Instances DefaultPredictor::operator()(const cv::Mat& bgr) {
   return model_->inference({preprocess(bgr)}).at(0);
 }
 
+structures::ModelOutput DefaultPredictor::outputs(const cv::Mat& bgr) {
+  at::InferenceMode inference_mode;
+  const AutocastGuard autocast(amp_.enabled, amp_.precision);
+  return model_->outputs({preprocess(bgr)}).at(0);
+}
+
 structures::Instances DefaultPredictor::operator()(const std::string& image_file) {
   return (*this)(data::read_image(image_file, "BGR"));
 }

@@ -31,6 +31,10 @@ class DefaultPredictor {
   structures::Instances operator()(const cv::Mat& bgr);
   /// Reads `image_file` (EXIF orientation applied) and predicts on it.
   structures::Instances operator()(const std::string& image_file);
+  /// Everything the model gives for `bgr` (Detectron2's output dict: instances, sem_seg,
+  /// panoptic_seg), in `bgr`'s own pixels. operator() is its instances, and an error naming the
+  /// model for one that predicts none (SemanticSegmentor).
+  structures::ModelOutput outputs(const cv::Mat& bgr);
 
   /// The model's input for `bgr`, as the test mapper makes it.
   structures::ModelInput preprocess(const cv::Mat& bgr) const;

@@ -1,6 +1,7 @@
 // detkit._C.Predictor: engine::DefaultPredictor called on a NumPy image as Detectron2's is, the
-// GIL released while it runs. It returns the Instances' fields as torch tensors plus
-// "image_size"; detkit.engine.DefaultPredictor wraps them in Instances and Boxes.
+// GIL released while it runs. It returns the model's outputs: the Instances' fields as torch
+// tensors plus "image_size", sem_seg, panoptic_seg; detkit.engine.DefaultPredictor wraps the
+// fields in Instances and Boxes.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -53,6 +54,34 @@ py::dict instances_dict(const structures::Instances& found) {
   return out;
 }
 
+// Detectron2's output dict: "instances" (the fields above), "sem_seg" (C, H, W) logits,
+// "panoptic_seg" as (id map, segments_info) with its keys (things: id, isthing, score,
+// category_id, instance_id; stuff: id, isthing, category_id, area).
+py::dict output_dict(const structures::ModelOutput& output) {
+  py::dict out;
+  if (output.instances) out["instances"] = instances_dict(*output.instances);
+  if (output.sem_seg) out["sem_seg"] = *output.sem_seg;
+  if (output.panoptic_seg) {
+    py::list segments;
+    for (const auto& s : output.panoptic_seg->segments) {
+      py::dict d;
+      d["id"] = s.id;
+      d["isthing"] = s.isthing;
+      if (s.isthing) {
+        d["score"] = s.score;
+        d["category_id"] = s.category_id;
+        d["instance_id"] = s.instance_id;
+      } else {
+        d["category_id"] = s.category_id;
+        d["area"] = s.area;
+      }
+      segments.append(d);
+    }
+    out["panoptic_seg"] = py::make_tuple(output.panoptic_seg->ids, segments);
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_predictor(py::module_& m) {
@@ -68,12 +97,12 @@ void bind_predictor(py::module_& m) {
             const py::array_t<uint8_t> pixels = checked_image(image);
             const cv::Mat bgr(static_cast<int>(pixels.shape(0)), static_cast<int>(pixels.shape(1)),
                               CV_8UC3, const_cast<uint8_t*>(pixels.data()));
-            structures::Instances found(0, 0);
+            structures::ModelOutput output;
             {
               py::gil_scoped_release released;
-              found = predictor(bgr);
+              output = predictor.outputs(bgr);
             }
-            return instances_dict(found);
+            return output_dict(output);
           },
           py::arg("original_image"));
 }

@@ -159,6 +159,35 @@ else:
     if (len(boxes) != len(want_boxes) or box_diff.max().item() > 5e-3 or logit_diff > 1e-4
             or len(set(partner.tolist())) != len(want_boxes)):
         failures.append("RPN-only predictor: not Detectron2's proposals")
+# Panoptic FPN gives "instances", "sem_seg" and "panoptic_seg" (the id map and segments_info, as
+# Detectron2's); SemanticSegmentor "sem_seg" alone. Image 0 fills the fixture's padded batch.
+panoptic_dir = f"{shared}/fixtures/detectron2_panoptic"
+panoptic_meta = json.load(open(f"{panoptic_dir}/outputs.json"))["images"][0]
+panoptic_reference = torch.load(f"{panoptic_dir}/outputs.pth")
+image0 = bgr(f"{shared}/data/coco_tiny/val2017/000000532481.jpg")
+cfg = get_cfg()
+cfg.merge_from_file(f"{panoptic_dir}/config.yaml")
+cfg.MODEL.WEIGHTS = f"{panoptic_dir}/weights.pth"
+output = DefaultPredictor(cfg)(image0)
+if sorted(output) != ["instances", "panoptic_seg", "sem_seg"]:
+    failures.append(f"PanopticFPN predictor returned {sorted(output)}")
+else:
+    ids, segments = output["panoptic_seg"]
+    sem_seg_diff = (output["sem_seg"][:, ::8, ::8] - panoptic_reference["sem_seg_every8_0"]).abs().max().item()
+    want = panoptic_meta["segments_info"]
+    same = [(s["id"], s["isthing"], s["category_id"]) for s in segments] == [
+        (s["id"], s["isthing"], s["category_id"]) for s in want]
+    score_diff = max([abs(s["score"] - w["score"]) for s, w in zip(segments, want) if s["isthing"]] + [0])
+    print(f"[ python detectron2_panoptic ] 000000532481.jpg: {len(output['instances'])} instances, "
+          f"{len(segments)} segments vs {len(want)} (ids, kinds, categories "
+          f"{'equal' if same else 'DIFFERENT'}, scores {score_diff:.3g}), id map {tuple(ids.shape)} "
+          f"{ids.dtype}, sem_seg max abs diff {sem_seg_diff:.3g}")
+    if not same or score_diff > 1e-4 or sem_seg_diff > 1e-4 or ids.dtype != torch.int32:
+        failures.append("PanopticFPN predictor: not Detectron2's panoptic output")
+cfg.MODEL.META_ARCHITECTURE = "SemanticSegmentor"
+output = DefaultPredictor(cfg)(image0)
+if list(output) != ["sem_seg"] or tuple(output["sem_seg"].shape) != (4, 426, 640):
+    failures.append(f"SemanticSegmentor predictor returned {list(output)}")
 if failures:
     sys.exit("; ".join(failures))
 print("DefaultPredictor and Visualizer from Python: all checks passed")

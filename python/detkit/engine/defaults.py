@@ -10,8 +10,9 @@ class DefaultPredictor:
     mode, with the test-time resize. Call it on one BGR image, a numpy.ndarray (H, W, 3) of uint8
     as cv2.imread gives; it returns {"instances": Instances} in the image's own pixels (an RPN-only
     model, as Detectron2's ProposalNetwork: {"proposals": Instances} with proposal_boxes and
-    objectness_logits). detkit's
-    engine runs with the GIL released. A strided view (image[:, :, ::-1]) is copied first, as
+    objectness_logits; a SemanticSegmentor: {"sem_seg": (C, H, W) logits}; a PanopticFPN:
+    "instances", "sem_seg" and "panoptic_seg", the (H, W) int32 id map and its segments_info).
+    detkit's engine runs with the GIL released. A strided view (image[:, :, ::-1]) is copied first, as
     Detectron2 accepts it; another dtype or shape is a detkit.Error naming it."""
 
     def __init__(self, cfg):
@@ -25,11 +26,14 @@ class DefaultPredictor:
         return _ModelOf(lambda *a: _C.evaluate_predictor(self._predictor, *a))
 
     def __call__(self, original_image):
-        fields = self._predictor(original_image)
-        instances = Instances(fields.pop("image_size"))
-        for name, value in fields.items():
-            instances.set(name, Boxes(value) if name in ("pred_boxes", "proposal_boxes") else value)
-        return {"proposals" if "proposal_boxes" in fields else "instances": instances}
+        outputs = self._predictor(original_image)
+        fields = outputs.pop("instances", None)
+        if fields is not None:
+            instances = Instances(fields.pop("image_size"))
+            for name, value in fields.items():
+                instances.set(name, Boxes(value) if name in ("pred_boxes", "proposal_boxes") else value)
+            outputs["proposals" if "proposal_boxes" in fields else "instances"] = instances
+        return outputs
 
 
 class DefaultTrainer:
