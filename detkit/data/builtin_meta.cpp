@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "detkit/data/builtin_meta_panoptic.h"
 #include "detkit/data/shapes/shapes_coco.h"
 #include "detkit/data/shapes/shapes_geometry.h"
 #include "detkit/utils/strings.h"
@@ -92,6 +93,7 @@ std::optional<Metadata> builtin_metadata(const std::string& name) {
       names.emplace_back(n);
     }
     m.set_things(names, ids);
+    if (is_builtin_coco_panoptic(name)) fill_builtin_coco_panoptic(name, m);
     return m;
   }
   if (name == "shapes_triangles_train" || name == "shapes_triangles_val") {

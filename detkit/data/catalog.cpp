@@ -1,10 +1,13 @@
 #include "detkit/data/catalog.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
+#include "detkit/data/builtin_meta_panoptic.h"
 #include "detkit/data/metadata.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
@@ -51,15 +54,85 @@ constexpr Builtin kBuiltins[] = {
     {"shapes_triangles_val", "shapes/annotations/triangle_keypoints_val.json", "shapes/val"},
 };
 
+struct PanopticBuiltin {
+  const char* name;  // the instances name is this without "_panoptic"
+  const char* panoptic_root;
+  const char* panoptic_json;
+  const char* sem_seg_root;  // made by Detectron2's datasets/prepare_panoptic_fpn.py
+};
+
+// Detectron2's _PREDEFINED_SPLITS_COCO_PANOPTIC: each gives a "_separated" name and a standard one.
+constexpr PanopticBuiltin kPanopticBuiltins[] = {
+    {"coco_2017_train_panoptic", "coco/panoptic_train2017",
+     "coco/annotations/panoptic_train2017.json", "coco/panoptic_stuff_train2017"},
+    {"coco_2017_val_panoptic", "coco/panoptic_val2017", "coco/annotations/panoptic_val2017.json",
+     "coco/panoptic_stuff_val2017"},
+    {"coco_2017_val_100_panoptic", "coco/panoptic_val2017_100",
+     "coco/annotations/panoptic_val2017_100.json", "coco/panoptic_stuff_val2017_100"},
+};
+
 std::string join_path(const std::string& root, const std::string& relative) {
   if (root.empty()) return relative;
   return root.back() == '/' ? root + relative : root + "/" + relative;
+}
+
+void require_file(const DatasetFiles& files, const std::string& file, const char* what) {
+  if (files.under_datasets_root && !std::filesystem::exists(file)) {
+    throw Error(
+        fmt::format("dataset '{}': {} '{}' does not exist (datasets root '{}', set with {})",
+                    files.name, what, file, DatasetCatalog::datasets_root(), kRootVariable));
+  }
+}
+
+// The stuff classes of a user's separated dataset, from its panoptic file's categories (built-in
+// names come with COCO's, under Detectron2's shortened names).
+void record_separated_stuff(const std::string& name, const DatasetFiles& files) {
+  if (files.under_datasets_root) return;
+  if (!std::filesystem::exists(files.panoptic_json)) {
+    spdlog::warn(
+        "dataset '{}': panoptic file '{}' does not exist: no stuff classes in its metadata", name,
+        files.panoptic_json);
+    return;
+  }
+  set_stuff_from_categories(global_metadata().get(name),
+                            read_panoptic_categories(files.panoptic_json), /*separated=*/true);
+}
+
+void check_panoptic_registration(const char* function, const std::string& name,
+                                 const std::vector<std::pair<const char*, std::string>>& fields) {
+  for (const auto& [field, value] : fields) {
+    if (value.empty())
+      throw Error(fmt::format("{}(\"{}\", ...): {} must be given", function, name, field));
+  }
 }
 
 }  // namespace
 
 DatasetCatalog::DatasetCatalog() {
   for (const Builtin& b : kBuiltins) entries_[b.name] = {b.json_file, b.image_root, true};
+  for (const PanopticBuiltin& p : kPanopticBuiltins) {
+    const std::string name = p.name;
+    const Entry& instances = entries_.at(name.substr(0, name.size() - std::strlen("_panoptic")));
+    entries_[name + "_separated"] = {instances.json_file,
+                                     instances.image_root,
+                                     true,
+                                     DatasetKind::kCocoPanopticSeparated,
+                                     p.sem_seg_root,
+                                     p.panoptic_json,
+                                     p.panoptic_root};
+    entries_[name] = {
+        instances.json_file, instances.image_root, true, DatasetKind::kCocoPanoptic, "",
+        p.panoptic_json,     p.panoptic_root};
+  }
+}
+
+void DatasetCatalog::add(const std::string& name, Entry entry) {
+  auto it = entries_.find(name);
+  if (it != entries_.end()) {
+    throw Error(fmt::format("dataset '{}' is already registered (json file '{}', image root '{}')",
+                            name, it->second.json_file, it->second.image_root));
+  }
+  entries_[name] = std::move(entry);
 }
 
 DatasetCatalog DatasetCatalog::from_environment() {
@@ -78,12 +151,37 @@ void DatasetCatalog::register_coco_instances(const std::string& name, const std:
                     "file and the image root must all be given",
                     name, json_file, image_root));
   }
-  auto it = entries_.find(name);
-  if (it != entries_.end()) {
-    throw Error(fmt::format("dataset '{}' is already registered (json file '{}', image root '{}')",
-                            name, it->second.json_file, it->second.image_root));
-  }
-  entries_[name] = {json_file, image_root, false};
+  add(name, {json_file, image_root, false});
+}
+
+void DatasetCatalog::register_coco_panoptic_separated(const std::string& name,
+                                                      const std::string& image_root,
+                                                      const std::string& panoptic_root,
+                                                      const std::string& panoptic_json,
+                                                      const std::string& sem_seg_root,
+                                                      const std::string& instances_json) {
+  check_panoptic_registration("register_coco_panoptic_separated", name,
+                              {{"the name", name},
+                               {"the image root", image_root},
+                               {"the panoptic root", panoptic_root},
+                               {"the panoptic json", panoptic_json},
+                               {"the sem_seg root", sem_seg_root},
+                               {"the instances json", instances_json}});
+  add(name + "_separated", {instances_json, image_root, false, DatasetKind::kCocoPanopticSeparated,
+                            sem_seg_root, panoptic_json, panoptic_root});
+}
+
+void DatasetCatalog::register_coco_panoptic(const std::string& name, const std::string& image_root,
+                                            const std::string& panoptic_root,
+                                            const std::string& panoptic_json,
+                                            const std::string& instances_json) {
+  check_panoptic_registration("register_coco_panoptic", name,
+                              {{"the name", name},
+                               {"the image root", image_root},
+                               {"the panoptic root", panoptic_root},
+                               {"the panoptic json", panoptic_json}});
+  add(name, {instances_json, image_root, false, DatasetKind::kCocoPanoptic, "", panoptic_json,
+             panoptic_root});
 }
 
 void DatasetCatalog::register_from_string(const std::string& entries, const std::string& source) {
@@ -125,9 +223,13 @@ DatasetFiles DatasetCatalog::get(const std::string& name, const std::string& dat
                     name, hint, join(known, ", "), kRegisterVariable));
   }
   const Entry& entry = it->second;
-  if (!entry.builtin) return {name, entry.json_file, entry.image_root, false};
-  return {name, join_path(datasets_root, entry.json_file),
-          join_path(datasets_root, entry.image_root), true};
+  // Built-in paths are relative to the datasets root; an empty one stays empty.
+  auto path = [&](const std::string& p) {
+    return entry.builtin && !p.empty() ? join_path(datasets_root, p) : p;
+  };
+  return {
+      name,       path(entry.json_file),    path(entry.image_root),    entry.builtin,
+      entry.kind, path(entry.sem_seg_root), path(entry.panoptic_json), path(entry.panoptic_root)};
 }
 
 std::string DatasetCatalog::datasets_root() {
@@ -143,22 +245,83 @@ DatasetCatalog& global_catalog() {
 void register_coco_instances(const std::string& name, const std::string& json_file,
                              const std::string& image_root) {
   global_catalog().register_coco_instances(name, json_file, image_root);
-  Metadata& m = global_metadata().get(name);  // made before registration: give it the files
-  m.json_file = json_file;
-  m.image_root = image_root;
-  m.evaluator_type = "coco";
+  // The entry may have been made before registration: give it the files.
+  record_files(global_catalog().get(name), global_metadata().get(name));
+}
+
+void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
+                                      const std::string& panoptic_root,
+                                      const std::string& panoptic_json,
+                                      const std::string& sem_seg_root,
+                                      const std::string& instances_json) {
+  global_catalog().register_coco_panoptic_separated(name, image_root, panoptic_root, panoptic_json,
+                                                    sem_seg_root, instances_json);
+  const std::string separated = name + "_separated";
+  record_files(global_catalog().get(separated), global_metadata().get(separated));
+}
+
+void register_coco_panoptic(const std::string& name, const std::string& image_root,
+                            const std::string& panoptic_root, const std::string& panoptic_json,
+                            const std::string& instances_json) {
+  global_catalog().register_coco_panoptic(name, image_root, panoptic_root, panoptic_json,
+                                          instances_json);
+  record_files(global_catalog().get(name), global_metadata().get(name));
+}
+
+void record_files(const DatasetFiles& files, Metadata& m) {
+  m.json_file = files.json_file;
+  m.image_root = files.image_root;
+  if (files.kind == DatasetKind::kCocoInstances) {
+    m.evaluator_type = "coco";
+    return;
+  }
+  m.evaluator_type = "coco_panoptic_seg";
+  m.panoptic_json = files.panoptic_json;
+  m.panoptic_root = files.panoptic_root;
+  m.sem_seg_root = files.sem_seg_root;
+  m.ignore_label = 255;
+  if (files.kind == DatasetKind::kCocoPanoptic) m.label_divisor = 1000;
 }
 
 CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options) {
   DatasetFiles files = global_catalog().get(name);
-  if (files.under_datasets_root && !std::filesystem::exists(files.json_file)) {
-    throw Error(
-        fmt::format("dataset '{}': annotation file '{}' does not exist (datasets root "
-                    "'{}', set with {})",
-                    name, files.json_file, DatasetCatalog::datasets_root(), kRootVariable));
+  if (files.kind == DatasetKind::kCocoPanoptic) {
+    throw Error(fmt::format(
+        "dataset '{}' is a COCO panoptic dataset (records of '{}'): load it with "
+        "load_panoptic_dataset; to train Panoptic FPN or evaluate it, use '{}_separated'",
+        name, files.panoptic_json, name));
   }
+  require_file(files, files.json_file, "annotation file");
   CocoDataset dataset = load_coco_json(files.json_file, files.image_root, options);
   record_things(name, dataset);
+  if (files.kind == DatasetKind::kCocoPanopticSeparated) {
+    dataset.set_sem_seg_root(files.sem_seg_root);
+    record_separated_stuff(name, files);
+  }
+  return dataset;
+}
+
+PanopticDataset load_panoptic_dataset(const std::string& name) {
+  const DatasetFiles files = global_catalog().get(name);
+  if (files.kind != DatasetKind::kCocoPanoptic) {
+    throw Error(fmt::format(
+        "dataset '{}' is not a COCO panoptic dataset (register_coco_panoptic); load it with "
+        "load_dataset",
+        name));
+  }
+  require_file(files, files.panoptic_json, "panoptic file");
+  PanopticDataset dataset =
+      load_coco_panoptic_json(files.panoptic_json, files.image_root, files.panoptic_root);
+  std::vector<std::string> thing_classes;
+  std::vector<int64_t> thing_ids;
+  for (const PanopticCategory& c : dataset.categories()) {
+    if (!c.isthing) continue;
+    thing_classes.push_back(c.name);
+    thing_ids.push_back(c.id);
+  }
+  Metadata& m = global_metadata().get(name);
+  m.set_things(thing_classes, thing_ids);
+  set_stuff_from_categories(m, dataset.categories(), /*separated=*/false);
   return dataset;
 }
 

@@ -12,6 +12,11 @@
 //   coco_2014_minival         coco/annotations/instances_minival2014.json        coco/val2014/
 //   coco_2014_valminusminival coco/annotations/instances_valminusminival2014.json coco/val2014/
 //   shapes_train, shapes_val  shapes/annotations/instances_{train,val}.json shapes/{train,val}/
+// and COCO panoptic as Detectron2's builtin.py (S = train2017, val2017 or val2017_100; the images
+// and instances file of coco_2017_{train,val,val_100}):
+//   coco_2017_{train,val,val_100}_panoptic_separated   instances + coco/panoptic_stuff_S/ labels
+//   coco_2017_{train,val,val_100}_panoptic             coco/annotations/panoptic_S.json
+//   both with the panoptic PNGs in coco/panoptic_S/
 // so `mkdir datasets && ln -s /path/to/coco datasets/coco` is all COCO needs.
 //
 // Your own COCO-format dataset, without writing code: set
@@ -25,15 +30,28 @@
 #include <vector>
 
 #include "detkit/data/coco/coco.h"
+#include "detkit/data/coco/panoptic_dataset.h"
 
 namespace detkit::data {
+
+struct Metadata;
+
+/// How a named dataset's records are made (Detectron2's three COCO registrations).
+enum class DatasetKind {
+  kCocoInstances,          // register_coco_instances: a COCO instances file
+  kCocoPanopticSeparated,  // register_coco_panoptic_separated: instances + semantic label maps
+  kCocoPanoptic,           // register_coco_panoptic: a COCO panoptic file and its PNGs
+};
 
 /// Where a named dataset lives.
 struct DatasetFiles {
   std::string name;
-  std::string json_file;
+  std::string json_file;  // the instances file (may be empty for kCocoPanoptic)
   std::string image_root;
   bool under_datasets_root;  // a built-in name, resolved under the datasets root
+  DatasetKind kind = DatasetKind::kCocoInstances;
+  std::string sem_seg_root;                  // kCocoPanopticSeparated: <stem>.png label maps
+  std::string panoptic_json, panoptic_root;  // the panoptic kinds
 };
 
 class DatasetCatalog {
@@ -46,6 +64,20 @@ class DatasetCatalog {
   /// Adds a dataset; an error when the name is taken or a field is empty.
   void register_coco_instances(const std::string& name, const std::string& json_file,
                                const std::string& image_root);
+  /// Detectron2's register_coco_panoptic_separated: registers `name` + "_separated", the
+  /// instances of `instances_json` with each image's semantic labels at
+  /// sem_seg_root/<image file stem>.png (stuff classes 1.., things 0, 255 ignored:
+  /// datasets/prepare_panoptic_fpn.py's output); the panoptic files are for evaluation.
+  void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
+                                        const std::string& panoptic_root,
+                                        const std::string& panoptic_json,
+                                        const std::string& sem_seg_root,
+                                        const std::string& instances_json);
+  /// Detectron2's register_coco_panoptic: registers `name`, the records of `panoptic_json`
+  /// (load_panoptic_dataset). `instances_json` may be empty.
+  void register_coco_panoptic(const std::string& name, const std::string& image_root,
+                              const std::string& panoptic_root, const std::string& panoptic_json,
+                              const std::string& instances_json);
   /// Adds "name=<json>:<image root>;..." entries; `source` (e.g. the variable's name) is named in
   /// errors about a malformed entry.
   void register_from_string(const std::string& entries, const std::string& source);
@@ -66,7 +98,10 @@ class DatasetCatalog {
   struct Entry {
     std::string json_file, image_root;
     bool builtin;  // paths relative to the datasets root
+    DatasetKind kind = DatasetKind::kCocoInstances;
+    std::string sem_seg_root, panoptic_json, panoptic_root;
   };
+  void add(const std::string& name, Entry entry);
   std::map<std::string, Entry> entries_;
 };
 
@@ -79,9 +114,32 @@ DatasetCatalog& global_catalog();
 void register_coco_instances(const std::string& name, const std::string& json_file,
                              const std::string& image_root);
 
+/// Registers into the global catalog and gives the metadata the files (Detectron2's functions of
+/// the same names; see DatasetCatalog).
+void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
+                                      const std::string& panoptic_root,
+                                      const std::string& panoptic_json,
+                                      const std::string& sem_seg_root,
+                                      const std::string& instances_json);
+void register_coco_panoptic(const std::string& name, const std::string& image_root,
+                            const std::string& panoptic_root, const std::string& panoptic_json,
+                            const std::string& instances_json);
+
+/// What a dataset's files tell its metadata: the files, the evaluator type ("coco",
+/// "coco_panoptic_seg"), the ignore label and label divisor of the panoptic kinds.
+void record_files(const DatasetFiles& files, Metadata& m);
+
 /// Loads a dataset of the global catalog by name and records its things in the name's metadata
 /// (an error when they differ from what the metadata holds, e.g. a coco_* file with other
 /// categories). A missing annotation file is an error naming the datasets root and how to set it.
+/// A "panoptic separated" name gives its instances with each image's sem_seg_path set, and its
+/// metadata the stuff classes of its panoptic file (built-in names have COCO's). A "panoptic
+/// standard" name is an error pointing to load_panoptic_dataset.
 CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options = {});
+
+/// Loads a "panoptic standard" dataset (register_coco_panoptic) by name, and records its things
+/// and stuff in its metadata (an error when they differ from what the metadata holds). Another
+/// kind of name is an error.
+PanopticDataset load_panoptic_dataset(const std::string& name);
 
 }  // namespace detkit::data

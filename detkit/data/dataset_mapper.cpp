@@ -6,6 +6,7 @@
 
 #include "detkit/data/image/image_io.h"
 #include "detkit/data/metadata.h"
+#include "detkit/data/semantic_target.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -110,7 +111,16 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
     input.proposals = transform_proposals(options_.proposals->of(dataset, record.id), transforms,
                                           image.rows, image.cols, options_.proposal_topk);
   }
+  // Detectron2 reads the label map in testing too, for nothing: no model's inference takes it.
   if (options_.is_train) {
+    if (std::optional<std::string> labels = dataset.sem_seg_path(image_index)) {
+      try {
+        input.sem_seg =
+            read_semantic_target(*labels, path, record.height, record.width, transforms);
+      } catch (const Error& e) {
+        throw bad(e.what());
+      }
+    }
     input.instances = transform_instance_targets(
         dataset, image_index, transforms, image.rows, image.cols, options_.mask_format,
         options_.keypoint_hflip_indices.empty() ? nullptr : &options_.keypoint_hflip_indices);

@@ -6,12 +6,15 @@
 //   draw the augmentations from the sample's SampleRng and apply them to the image;
 //   training: targets in the augmented frame (instance_targets.h): crowd dropped, boxes
 //   clipped, empty instances removed, gt_masks when MODEL.MASK_ON, gt_keypoints when
-//   MODEL.KEYPOINT_ON (flipped with the training datasets' keypoint flip map);
+//   MODEL.KEYPOINT_ON (flipped with the training datasets' keypoint flip map); and when the
+//   dataset gives the image a semantic label map (sem_seg_path), sem_seg through the same
+//   transforms (semantic_target.h);
 //   testing: the resized image only.
 // ModelInput.height/width stay the original size, for rescaling predictions.
 //
 // Errors name the file and the image id: a missing file, an unreadable or truncated image, a
-// decoded size that differs from the JSON's.
+// decoded size that differs from the JSON's; the same for a label map, whose size must be the
+// image's.
 #include <string>
 
 #include "detkit/config/cfg_node.h"

@@ -8,27 +8,50 @@
 
 namespace detkit::data {
 
-void Metadata::set_things(const std::vector<std::string>& classes,
-                          const std::vector<int64_t>& ids) {
-  if (classes.size() != ids.size())
-    throw Error("metadata of '" + name + "': " + std::to_string(classes.size()) +
-                " thing classes but " + std::to_string(ids.size()) + " dataset ids");
-  if (std::set<int64_t>(ids.begin(), ids.end()).size() != ids.size())
-    throw Error("metadata of '" + name + "': two thing classes share a dataset id");
-  if (!thing_classes.empty()) {
-    if (thing_classes.size() != classes.size())
-      throw Error("metadata of '" + name + "' has " + std::to_string(thing_classes.size()) +
-                  " thing classes; cannot set " + std::to_string(classes.size()));
-    for (size_t i = 0; i < classes.size(); ++i) {
-      if (thing_classes[i] != classes[i] || thing_dataset_ids[i] != ids[i])
-        throw Error("metadata of '" + name + "': thing class " + std::to_string(i) + " is '" +
-                    thing_classes[i] + "' (id " + std::to_string(thing_dataset_ids[i]) +
-                    "), cannot set it to '" + classes[i] + "' (id " + std::to_string(ids[i]) + ")");
-    }
+namespace {
+
+// Sets a class list and its dataset ids once; setting them again must give the same.
+void set_classes(const std::string& dataset, const char* kind, std::vector<std::string>& classes,
+                 std::vector<int64_t>& ids, const std::vector<std::string>& new_classes,
+                 const std::vector<int64_t>& new_ids) {
+  const std::string what = std::string(kind) + " class";
+  if (new_classes.size() != new_ids.size())
+    throw Error("metadata of '" + dataset + "': " + std::to_string(new_classes.size()) + " " +
+                what + "es but " + std::to_string(new_ids.size()) + " dataset ids");
+  if (std::set<int64_t>(new_ids.begin(), new_ids.end()).size() != new_ids.size())
+    throw Error("metadata of '" + dataset + "': two " + what + "es share a dataset id");
+  if (classes.empty()) {
+    classes = new_classes;
+    ids = new_ids;
     return;
   }
-  thing_classes = classes;
-  thing_dataset_ids = ids;
+  if (classes.size() != new_classes.size())
+    throw Error("metadata of '" + dataset + "' has " + std::to_string(classes.size()) + " " + what +
+                "es; cannot set " + std::to_string(new_classes.size()));
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (classes[i] != new_classes[i] || ids[i] != new_ids[i])
+      throw Error("metadata of '" + dataset + "': " + what + " " + std::to_string(i) + " is '" +
+                  classes[i] + "' (id " + std::to_string(ids[i]) + "), cannot set it to '" +
+                  new_classes[i] + "' (id " + std::to_string(new_ids[i]) + ")");
+  }
+}
+
+}  // namespace
+
+void Metadata::set_things(const std::vector<std::string>& classes,
+                          const std::vector<int64_t>& ids) {
+  set_classes(name, "thing", thing_classes, thing_dataset_ids, classes, ids);
+}
+
+void Metadata::set_stuff(const std::vector<std::string>& classes, const std::vector<int64_t>& ids) {
+  set_classes(name, "stuff", stuff_classes, stuff_dataset_ids, classes, ids);
+}
+
+int Metadata::stuff_contiguous_id(int64_t dataset_id) const {
+  for (size_t i = 0; i < stuff_dataset_ids.size(); ++i)
+    if (stuff_dataset_ids[i] == dataset_id) return static_cast<int>(i);
+  throw Error("metadata of '" + name + "': no stuff class has dataset id " +
+              std::to_string(dataset_id));
 }
 
 int Metadata::contiguous_id(int64_t dataset_id) const {
@@ -82,12 +105,7 @@ Metadata& MetadataCatalog::get(const std::string& name) {
   Metadata m;
   if (auto builtin = builtin_metadata(name)) m = std::move(*builtin);
   m.name = name;
-  if (global_catalog().contains(name)) {  // registered already: its files
-    const DatasetFiles files = global_catalog().get(name);
-    m.json_file = files.json_file;
-    m.image_root = files.image_root;
-    m.evaluator_type = "coco";
-  }
+  if (global_catalog().contains(name)) record_files(global_catalog().get(name), m);
   return entries_.emplace(name, std::move(m)).first->second;
 }
 

@@ -31,10 +31,24 @@ struct KeypointConnection {
 
 struct Metadata {
   std::string name;
-  std::string evaluator_type;  // "coco" for COCO-format datasets
+  std::string evaluator_type;  // "coco" for COCO-format datasets, "coco_panoptic_seg" (panoptic)
   std::string json_file, image_root;
   std::vector<std::string> thing_classes;  // by contiguous id 0..N-1
   std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
+  /// The semantic classes (Detectron2's stuff_classes) and the dataset's category id of each
+  /// (its stuff_dataset_id_to_contiguous_id, inverted). "Panoptic separated" datasets: "things"
+  /// (id 0, every thing pixel) then the stuff categories; "panoptic standard" ones: every
+  /// category of the panoptic file, things included, in id order.
+  std::vector<std::string> stuff_classes;
+  std::vector<int64_t> stuff_dataset_ids;
+  /// Panoptic datasets: the panoptic file, the folder of its PNGs, and (separated) the folder of
+  /// the semantic label maps.
+  std::string panoptic_json, panoptic_root, sem_seg_root;
+  /// The label of unlabelled pixels (Detectron2's ignore_label: 255 for COCO panoptic), and the
+  /// panoptic id = category * label_divisor + instance convention (1000) of standard datasets;
+  /// -1 when the dataset has none.
+  int64_t ignore_label = -1;
+  int64_t label_divisor = -1;
   std::vector<std::string> keypoint_names;
   std::vector<std::pair<std::string, std::string>> keypoint_flip_map;
   std::vector<KeypointConnection> keypoint_connection_rules;
@@ -43,6 +57,10 @@ struct Metadata {
   /// already, the new ones must be equal: otherwise a detkit::Error naming the dataset and the
   /// first difference.
   void set_things(const std::vector<std::string>& classes, const std::vector<int64_t>& ids);
+  /// Sets stuff_classes and stuff_dataset_ids, with the same rules as set_things.
+  void set_stuff(const std::vector<std::string>& classes, const std::vector<int64_t>& ids);
+  /// Detectron2's stuff_dataset_id_to_contiguous_id[dataset_id]; an unknown id is an error.
+  int stuff_contiguous_id(int64_t dataset_id) const;
   /// Detectron2's thing_dataset_id_to_contiguous_id[dataset_id]; an unknown id is an error.
   int contiguous_id(int64_t dataset_id) const;
   /// thing_dataset_ids[contiguous]; out of range is an error.

@@ -105,6 +105,20 @@ std::string CocoDataset::image_path(size_t i) const {
   return path.append(name);
 }
 
+std::optional<std::string> CocoDataset::sem_seg_path(size_t i) const {
+  if (sem_seg_root_.empty()) return std::nullopt;
+  std::string_view name = image(i).file_name;
+  // The extension is what follows the last '.' of the last path component.
+  const size_t slash = name.rfind('/');
+  const size_t dot = name.rfind('.');
+  if (dot != std::string_view::npos && (slash == std::string_view::npos || dot > slash)) {
+    name = name.substr(0, dot);
+  }
+  std::string path = sem_seg_root_;
+  if (path.back() != '/') path += '/';
+  return path.append(name).append(".png");
+}
+
 std::optional<size_t> CocoDataset::find_image(int64_t image_id) const {
   const int64_t* it = std::lower_bound(image_ids_.begin(), image_ids_.end(), image_id);
   if (it == image_ids_.end() || *it != image_id) return std::nullopt;
@@ -155,8 +169,8 @@ void CocoDataset::reorder_annotations(const std::vector<uint32_t>& order) {
 }
 
 size_t CocoDataset::memory_bytes() const {
-  size_t bytes = json_file_.capacity() + image_root_.capacity() + names_.capacity() +
-                 rle_chars_.capacity() + rles_.capacity() * sizeof(Rle);
+  size_t bytes = json_file_.capacity() + image_root_.capacity() + sem_seg_root_.capacity() +
+                 names_.capacity() + rle_chars_.capacity() + rles_.capacity() * sizeof(Rle);
   for (const Category& c : categories_) {
     bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]);
     for (const std::string& k : c.keypoints) bytes += sizeof(k) + k.capacity();

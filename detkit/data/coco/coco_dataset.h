@@ -152,6 +152,13 @@ class CocoDataset {
   ImageView image(size_t i) const;
   /// image_root/file_name.
   std::string image_path(size_t i) const;
+  /// The semantic label map of image i (Detectron2's sem_seg_file_name) when the dataset has one
+  /// per image (a "panoptic separated" dataset, catalog.h): sem_seg_root/<file_name without its
+  /// extension>.png, as Detectron2's load_sem_seg pairs images and labels by their stems.
+  std::optional<std::string> sem_seg_path(size_t i) const;
+  const std::string& sem_seg_root() const { return sem_seg_root_; }
+  /// Gives every image a label map under `root` (empty: none).
+  void set_sem_seg_root(std::string root) { sem_seg_root_ = std::move(root); }
   /// Index of the image with this id, if any (for writing results back).
   std::optional<size_t> find_image(int64_t image_id) const;
 
@@ -195,6 +202,7 @@ class CocoDataset {
   };
 
   std::string json_file_, image_root_;
+  std::string sem_seg_root_;  // empty: the images have no semantic label maps
   std::vector<Category> categories_;
 
   // Images, sorted by id. image_ann_begin_ has num_images() + 1 entries.

@@ -61,10 +61,7 @@ std::string truncation_problem(const std::vector<unsigned char>& bytes) {
   return "";
 }
 
-cv::Mat read_image(const std::string& path, const std::string& format) {
-  if (format != "BGR" && format != "RGB") {
-    throw Error("INPUT.FORMAT must be 'BGR' or 'RGB', got '" + format + "'");
-  }
+std::vector<unsigned char> read_checked_image_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error(path + ": image file not found or not readable");
   std::vector<unsigned char> bytes(static_cast<size_t>(in.tellg()));
@@ -91,6 +88,14 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
     throw Error(path +
                 ": a DICOM file, which detkit does not read (nor does Detectron2's PIL); "
                 "convert it to PNG or JPEG");
+  return bytes;
+}
+
+cv::Mat read_image(const std::string& path, const std::string& format) {
+  if (format != "BGR" && format != "RGB") {
+    throw Error("INPUT.FORMAT must be 'BGR' or 'RGB', got '" + format + "'");
+  }
+  const std::vector<unsigned char> bytes = read_checked_image_bytes(path);
   const bool rgb = format == "RGB";
   // JPEGs without a rotation go the fast way; anything else (PNG, rotated, CMYK) through OpenCV.
   if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8 &&

@@ -22,6 +22,11 @@ inline constexpr int64_t kMaxImagePixels = 89478485;
 /// the file.
 cv::Mat read_image(const std::string& path, const std::string& format);
 
+/// The bytes of the image file at `path`, refused (a detkit::Error naming the file) when the file
+/// is missing, unreadable, empty, truncated (JPEG, PNG), declares more than kMaxImagePixels, or is
+/// DICOM: the checks every image decode here starts with.
+std::vector<unsigned char> read_checked_image_bytes(const std::string& path);
+
 /// Width and height an image header declares, read without decoding as OpenCV reads it: JPEG,
 /// PNG, BMP, Netpbm (PBM, PGM, PPM, PAM, PFM), WebP, TIFF / BigTIFF, Sun raster, Radiance HDR,
 /// JPEG 2000 and OpenEXR (image_header_size.cpp); false for other formats and unreadable headers.

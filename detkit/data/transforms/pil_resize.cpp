@@ -1,7 +1,9 @@
 #include "detkit/data/transforms/pil_resize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,35 @@ cv::Mat pil_bilinear_resize(const cv::Mat& image, int new_h, int new_w) {
   if (new_h == image.rows) return new_w == image.cols ? image.clone() : source;
   cv::Mat out(new_h, new_w, image.type());
   resize_vertical(source, vertical, out);
+  return out;
+}
+
+namespace {
+
+// Pillow's ImagingScaleAffine: the source index of each output pixel along one axis.
+std::vector<int> pil_nearest_sources(int size, int new_size) {
+  const double scale = static_cast<double>(size) / new_size;
+  std::vector<int> sources(new_size);
+  double position = scale * 0.5;
+  for (int i = 0; i < new_size; ++i) {
+    sources[i] = std::min(static_cast<int>(position), size - 1);
+    position += scale;
+  }
+  return sources;
+}
+
+}  // namespace
+
+cv::Mat pil_nearest_resize(const cv::Mat& image, int new_h, int new_w) {
+  const std::vector<int> rows = pil_nearest_sources(image.rows, new_h);
+  const std::vector<int> cols = pil_nearest_sources(image.cols, new_w);
+  cv::Mat out(new_h, new_w, image.type());
+  const size_t pixel = image.elemSize();
+  for (int y = 0; y < new_h; ++y) {
+    const uchar* in = image.ptr<uchar>(rows[y]);
+    uchar* row = out.ptr<uchar>(y);
+    for (int x = 0; x < new_w; ++x) std::memcpy(row + x * pixel, in + cols[x] * pixel, pixel);
+  }
   return out;
 }
 

@@ -51,11 +51,14 @@ void ResizeTransform::apply_coords(double* xy, size_t num_points) const {
 }
 
 cv::Mat ResizeTransform::apply_segmentation(const cv::Mat& mask) const {
+  if (mask.rows != h_ || mask.cols != w_) {
+    throw Error("ResizeTransform: expected a " + std::to_string(h_) + "x" + std::to_string(w_) +
+                " mask, got " + std::to_string(mask.rows) + "x" + std::to_string(mask.cols));
+  }
   if (new_h_ == h_ && new_w_ == w_) return mask;
-  cv::Mat out;
-  // Pixel centres map to pixel centres, as PIL's NEAREST (OpenCV's INTER_NEAREST is shifted).
-  cv::resize(mask, out, cv::Size(new_w_, new_h_), 0, 0, cv::INTER_NEAREST_EXACT);
-  return out;
+  // PIL's NEAREST, as Detectron2 resizes masks and label maps (OpenCV's nearest modes pick other
+  // source pixels at some sizes).
+  return pil_nearest_resize(mask, new_h_, new_w_);
 }
 
 cv::Mat HFlipTransform::apply_image(const cv::Mat& image) const {
