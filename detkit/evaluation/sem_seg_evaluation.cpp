@@ -101,15 +101,43 @@ void SemSegEvaluator::process(const std::string& file_name, const PixelMap& grou
   add_predictions_json(file_name, prediction);
 }
 
+namespace {
+
+// Each class's mask as COCO RLE runs (pycocotools' encode of `classes == label`), for every class
+// at once in one column-major pass instead of one mask per class.
+std::vector<std::vector<uint32_t>> class_mask_runs(const PixelMap& classes, int64_t num_classes) {
+  std::vector<std::vector<uint32_t>> runs(static_cast<size_t>(num_classes));
+  std::vector<uint64_t> last_change(static_cast<size_t>(num_classes), 0);
+  auto close_run = [&](int64_t label, uint64_t at) {
+    runs[label].push_back(static_cast<uint32_t>(at - last_change[label]));
+    last_change[label] = at;
+  };
+  int64_t previous = -1;
+  uint64_t k = 0;
+  for (int64_t x = 0; x < classes.width; ++x) {
+    for (int64_t y = 0; y < classes.height; ++y, ++k) {
+      const int64_t label = classes.values[y * classes.width + x];
+      if (label == previous) continue;
+      if (previous >= 0) close_run(previous, k);  // its "on" run ends
+      close_run(label, k);                        // its "off" run ends
+      previous = label;
+    }
+  }
+  if (previous >= 0) close_run(previous, k);
+  for (int64_t label = 0; label < num_classes; ++label)
+    if (!runs[label].empty() && last_change[label] < k) close_run(label, k);  // trailing "off"
+  return runs;
+}
+
+}  // namespace
+
 void SemSegEvaluator::add_predictions_json(const std::string& file_name,
                                            const PixelMap& prediction) {
   // Detectron2's encode_json_sem_seg: per predicted class, in increasing order, its mask as a
   // compressed RLE.
-  std::vector<int64_t> pixels(static_cast<size_t>(matrix_.num_classes()), 0);
-  for (int64_t v : prediction.values) ++pixels[v];
-  std::vector<uint8_t> mask(prediction.values.size());
+  const auto runs = class_mask_runs(prediction, matrix_.num_classes());
   for (int64_t label = 0; label < matrix_.num_classes(); ++label) {
-    if (pixels[label] == 0) continue;
+    if (runs[label].empty()) continue;
     int64_t category_id = label;
     if (contiguous_id_to_dataset_id_) {
       const auto it = contiguous_id_to_dataset_id_->find(label);
@@ -118,8 +146,7 @@ void SemSegEvaluator::add_predictions_json(const std::string& file_name,
                     " has no dataset id (stuff_dataset_id_to_contiguous_id)");
       category_id = it->second;
     }
-    for (size_t i = 0; i < mask.size(); ++i) mask[i] = prediction.values[i] == label;
-    const auto rle = mask_ops::encode(mask.data(), prediction.height, prediction.width);
+    const mask_ops::RLE rle{prediction.height, prediction.width, runs[label]};
     nlohmann::ordered_json entry = {
         {"file_name", file_name},
         {"category_id", category_id},

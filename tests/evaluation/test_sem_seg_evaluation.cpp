@@ -3,6 +3,7 @@
 // rules on a hand-made case, two played ranks, and the errors bad label PNGs give.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,16 @@ namespace {
 
 using testing::AsRank;
 using testing::PlayedRank;
+
+// Detectron2 logs its whole results dict (328 entries here): kept out of the test's output.
+class QuietSemSegLog {
+ public:
+  QuietSemSegLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::warn); }
+  ~QuietSemSegLog() { spdlog::set_level(level_); }
+
+ private:
+  spdlog::level::level_enum level_;
+};
 
 const std::string kSemSegFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/semseg_eval/";
 
@@ -100,6 +111,7 @@ TEST(SemSegEvaluator, ReproducesDetectron2OnTheFixture) {
     GTEST_SKIP() << "fixture absent: " << kSemSegFixtures << " (shared/fixtures/semseg_eval)";
   const SemSegFixture f = read_sem_seg_fixture();
   ASSERT_EQ(f.stems.size(), 80u);
+  const QuietSemSegLog quiet;
   const int64_t ignore = f.expected.at("ignore_label").get<int64_t>();
   for (const auto& c : f.expected.at("cases")) {
     const std::string name = c.at("predictions_dir").get<std::string>();
@@ -141,6 +153,7 @@ TEST(SemSegEvaluator, TwoRanksReportWhatOneProcessReports) {
     GTEST_SKIP() << "fixture absent: " << kSemSegFixtures;
   const SemSegFixture f = read_sem_seg_fixture();
   const size_t n = 6, half = 3;
+  const QuietSemSegLog quiet;
   testing::TempDir dir("semseg_gather");
   auto make = [&](const std::string& sub) {
     return SemSegEvaluator(f.class_names, 255, dir.path(sub), f.contiguous_to_dataset,
