@@ -110,7 +110,8 @@ void process_panoptic_case(COCOPanopticEvaluator& evaluator, const std::string& 
     const PanopticAnnotation& a = pred.annotations[i];
     const PixelMap ids = read_panoptic_png(kPanopticFixtures + predictions + "/" + a.file_name);
     structures::PanopticOutput output;
-    output.ids = at::tensor(ids.values, at::kLong).view({ids.height, ids.width}).to(at::kInt);
+    output.ids = at::empty({ids.height, ids.width}, at::kInt);
+    std::copy(ids.values.begin(), ids.values.end(), output.ids.data_ptr<int32_t>());
     for (const PanopticSegmentInfo& s : a.segments_info) {
       structures::PanopticSegment segment;
       segment.id = static_cast<int32_t>(s.id);

@@ -61,16 +61,21 @@ std::string sem_seg_file_name(const std::string& stem) {
   return "coco_tiny/val2017/" + stem + ".jpg";
 }
 
-// Feeds images [begin, end) of a case, each prediction as an (H, W) integer tensor.
+// Feeds images [begin, end) of a case: as read from the PNGs, or as a model's (H, W) class tensor.
 void process_sem_seg_case(SemSegEvaluator& evaluator, const SemSegFixture& f,
-                          const std::string& predictions_dir, size_t begin, size_t end) {
+                          const std::string& predictions_dir, size_t begin, size_t end,
+                          bool as_tensor) {
   for (size_t i = begin; i < end; ++i) {
+    const std::string gt = kSemSegFixtures + "gt/" + f.stems[i] + ".png";
     const PixelMap pred =
         read_label_png(kSemSegFixtures + predictions_dir + "/" + f.stems[i] + ".png");
+    if (!as_tensor) {
+      evaluator.process(sem_seg_file_name(f.stems[i]), read_label_png(gt), pred, gt);
+      continue;
+    }
     const at::Tensor classes =
         at::tensor(pred.values, at::kLong).view({pred.height, pred.width}).to(at::kByte);
-    evaluator.process(sem_seg_file_name(f.stems[i]), kSemSegFixtures + "gt/" + f.stems[i] + ".png",
-                      classes);
+    evaluator.process(sem_seg_file_name(f.stems[i]), gt, classes);
   }
 }
 
@@ -119,7 +124,7 @@ TEST(SemSegEvaluator, ReproducesDetectron2OnTheFixture) {
     // Boundary IoU on: Detectron2's run with OpenCV, whose other numbers are its run without.
     SemSegEvaluator evaluator(f.class_names, ignore, dir.path(), f.contiguous_to_dataset,
                               /*boundary_iou=*/true);
-    process_sem_seg_case(evaluator, f, name, 0, f.stems.size());
+    process_sem_seg_case(evaluator, f, name, 0, f.stems.size(), /*as_tensor=*/false);
     const auto reports = evaluator.evaluate();
     ASSERT_EQ(reports.count("sem_seg"), 1u);
     const auto& results = reports.at("sem_seg").results;
@@ -160,7 +165,7 @@ TEST(SemSegEvaluator, TwoRanksReportWhatOneProcessReports) {
                            /*boundary_iou=*/false);
   };
   SemSegEvaluator one = make("one");
-  process_sem_seg_case(one, f, "pred_hard_s1", 0, n);
+  process_sem_seg_case(one, f, "pred_hard_s1", 0, n, /*as_tensor=*/true);
   const auto one_report = one.evaluate().at("sem_seg");
   const auto& expected = one_report.results;
   const std::string& one_summary = one_report.summary;
@@ -169,14 +174,14 @@ TEST(SemSegEvaluator, TwoRanksReportWhatOneProcessReports) {
   {
     AsRank as(rank1);
     SemSegEvaluator evaluator = make("rank1");
-    process_sem_seg_case(evaluator, f, "pred_hard_s1", half, n);
+    process_sem_seg_case(evaluator, f, "pred_hard_s1", half, n, /*as_tensor=*/true);
     EXPECT_TRUE(evaluator.evaluate().empty()) << "rank 1 reported";
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path("rank1/sem_seg_predictions.json")));
   auto rank0 = std::make_shared<PlayedRank>(0, rank1->sent);
   AsRank as(rank0);
   SemSegEvaluator evaluator = make("two");
-  process_sem_seg_case(evaluator, f, "pred_hard_s1", 0, half);
+  process_sem_seg_case(evaluator, f, "pred_hard_s1", 0, half, /*as_tensor=*/true);
   const auto gathered = evaluator.evaluate();
   ASSERT_EQ(gathered.count("sem_seg"), 1u);
   EXPECT_EQ(evaluator.confusion_matrix().counts(), one.confusion_matrix().counts());
