@@ -39,7 +39,7 @@ std::vector<std::pair<uint64_t, int64_t>> count_id_pairs(const PixelMap& gt, con
   return sorted;
 }
 
-std::optional<int64_t> lookup(const std::unordered_map<int64_t, size_t>& index, int64_t id) {
+std::optional<int64_t> segment_index(const std::unordered_map<int64_t, size_t>& index, int64_t id) {
   const auto it = index.find(id);
   if (it == index.end()) return std::nullopt;
   return static_cast<int64_t>(it->second);
@@ -66,7 +66,7 @@ PQImageCounts pq_compute_image(const PanopticAnnotation& ground_truth, const Pix
     pred_pixels[static_cast<int64_t>(key % kIdOffset)] += pixels;
   std::vector<int64_t> pred_area(pred_segments.size(), -1);
   for (const auto& [id, pixels] : pred_pixels) {
-    const auto i = lookup(pred_index, id);
+    const auto i = segment_index(pred_index, id);
     if (!i) {
       if (id == kVoid) continue;
       throw Error(prediction_name + ": segment id " + std::to_string(id) + " is in the PNG of " +
@@ -102,8 +102,8 @@ PQImageCounts pq_compute_image(const PanopticAnnotation& ground_truth, const Pix
   std::vector<bool> gt_matched(gt_segments.size(), false),
       pred_matched(pred_segments.size(), false);
   for (const auto& [key, pixels] : pairs) {
-    const auto g = lookup(gt_index, static_cast<int64_t>(key / kIdOffset));
-    const auto p = lookup(pred_index, static_cast<int64_t>(key % kIdOffset));
+    const auto g = segment_index(gt_index, static_cast<int64_t>(key / kIdOffset));
+    const auto p = segment_index(pred_index, static_cast<int64_t>(key % kIdOffset));
     if (!g || !p) continue;
     const PanopticSegmentInfo& gt = gt_segments[*g];
     const PanopticSegmentInfo& pred = pred_segments[*p];
