@@ -18,7 +18,8 @@ struct CocoEvalReport {
   std::string summary;                                       // pycocotools' summary lines
   std::map<int64_t, std::string> category_names;  // by id, where the evaluator knows them
   /// Detectron2's results dict of a task that is not COCOeval's (box_proposals: "AR@100",
-  /// "ARs@100", ..., x100); stats is empty then.
+  /// "ARs@100", ..., x100; sem_seg: "mIoU", "IoU-<class>", ...; panoptic_seg: "PQ", "SQ_th",
+  /// ...); stats is empty then, iou_type unused and summary the evaluator's logged table.
   std::map<std::string, double> results;
 };
 

@@ -14,54 +14,17 @@
 #include "detkit/distributed/comm.h"
 #include "detkit/evaluation/coco_evaluator.h"
 #include "detkit/utils/file_io.h"
+#include "tests/support/played_rank.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit::evaluation {
 namespace {
 
+using testing::AsRank;
+using testing::PlayedRank;
+
 const std::string kTinyValGroundTruth =
     std::string(DETKIT_SHARED_DIR) + "/data/coco_tiny/annotations/instances_val2017.json";
-
-// Rank `rank` of two; all_gather returns this rank's input in its place and, in the other's,
-// what `peer` holds (front first), recording this rank's inputs in `sent`.
-class PlayedRank : public distributed::Communicator {
- public:
-  PlayedRank(int rank, std::deque<at::Tensor> peer)
-      : topology_{rank, 2, rank, 2}, peer_(std::move(peer)) {}
-  const distributed::Topology& topology() const override { return topology_; }
-  void barrier() override {}
-  void all_reduce_sum(std::vector<at::Tensor>&) override {
-    ADD_FAILURE() << "unexpected all-reduce";
-  }
-  void broadcast(std::vector<at::Tensor>&, int) override {
-    ADD_FAILURE() << "unexpected broadcast";
-  }
-  std::vector<at::Tensor> all_gather(const at::Tensor& input) override {
-    sent.push_back(input.clone());
-    at::Tensor other = input.clone();
-    if (!peer_.empty()) {
-      other = peer_.front();
-      peer_.pop_front();
-    }
-    return topology_.rank == 0 ? std::vector{input.clone(), other}
-                               : std::vector{other, input.clone()};
-  }
-  std::deque<at::Tensor> sent;
-
- private:
-  distributed::Topology topology_;
-  std::deque<at::Tensor> peer_;
-};
-
-class AsRank {
- public:
-  explicit AsRank(std::shared_ptr<distributed::Communicator> c)
-      : previous_(distributed::install(c)) {}
-  ~AsRank() { distributed::install(previous_); }
-
- private:
-  std::shared_ptr<distributed::Communicator> previous_;
-};
 
 // Detections near image i's ground truth (boxes shifted by 2 px, masks from the annotations),
 // plus one that matches nothing.
