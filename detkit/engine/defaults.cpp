@@ -8,6 +8,7 @@
 #include <random>
 
 #include "detkit/data/catalog.h"
+#include "detkit/data/metadata.h"
 #include "detkit/data/shapes/shapes.h"
 #include "detkit/distributed/comm.h"
 #include "detkit/engine/amp_trainer.h"
@@ -17,6 +18,8 @@
 #include "detkit/engine/training_visualization.h"
 #include "detkit/engine/validation_loss.h"
 #include "detkit/engine/writers.h"
+#include "detkit/evaluation/coco_evaluator.h"
+#include "detkit/evaluation/dataset_evaluators.h"
 #include "detkit/evaluation/inference.h"
 #include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"
@@ -86,24 +89,49 @@ void ensure_builtin_datasets(const config::CfgNode& cfg) {
   distributed::synchronize();
 }
 
+std::unique_ptr<evaluation::DatasetEvaluator> build_evaluator(const config::CfgNode& cfg,
+                                                              const std::string& name,
+                                                              const data::DetectionDataset& dataset,
+                                                              const std::string& output_dir) {
+  // As Detectron2's train_net.py: by the dataset's evaluator_type, semantic segmentation first,
+  // then COCO's (instances; a ProposalNetwork's proposals), then panoptic quality.
+  const data::Metadata& metadata = data::global_metadata().get(name);
+  const std::string type = metadata.evaluator_type.empty() ? "coco" : metadata.evaluator_type;
+  if (type != "coco" && type != "coco_panoptic_seg" && type != "sem_seg")
+    throw Error("dataset '" + name + "' has evaluator_type '" + type +
+                "', which detkit has no evaluator for (coco, coco_panoptic_seg, sem_seg)");
+  std::vector<std::unique_ptr<evaluation::DatasetEvaluator>> evaluators;
+  if (type == "sem_seg" || type == "coco_panoptic_seg")
+    evaluators.push_back(
+        std::make_unique<evaluation::SemSegDatasetEvaluator>(dataset, metadata, name, output_dir));
+  if (type == "coco" || type == "coco_panoptic_seg") {
+    std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
+    if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
+    if (cfg.get_bool("MODEL.KEYPOINT_ON")) tasks.push_back(evaluation::IouType::Keypoints);
+    if (dataset.parts().size() != 1)
+      throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
+    evaluators.push_back(std::make_unique<evaluation::COCOEvaluator>(
+        dataset.parts().front(), tasks, output_dir,
+        cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS")));
+  }
+  if (type == "coco_panoptic_seg")
+    evaluators.push_back(std::make_unique<evaluation::PanopticDatasetEvaluator>(dataset, metadata,
+                                                                                name, output_dir));
+  return std::make_unique<evaluation::DatasetEvaluators>(std::move(evaluators));
+}
+
 std::map<std::string, evaluation::CocoEvalReport> evaluate_dataset(const config::CfgNode& cfg,
                                                                    modeling::MetaArch& model,
                                                                    const std::string& name,
                                                                    const std::string& output_dir) {
-  // Each rank infers on a contiguous shard; the evaluator gathers the detections to rank 0.
+  // Each rank infers on a contiguous shard; the evaluators gather to rank 0.
   auto loader = data::build_detection_test_loader(cfg, name, distributed::get_rank(),
                                                   distributed::get_world_size());
-  std::vector<evaluation::IouType> tasks = {evaluation::IouType::Bbox};
-  if (cfg.get_bool("MODEL.MASK_ON")) tasks.push_back(evaluation::IouType::Segm);
-  if (cfg.get_bool("MODEL.KEYPOINT_ON")) tasks.push_back(evaluation::IouType::Keypoints);
-  const auto& parts = loader->dataset().parts();
-  if (parts.size() != 1) throw Error("DATASETS.TEST '" + name + "' must be one COCO dataset");
-  evaluation::COCOEvaluator evaluator(parts.front(), tasks, output_dir,
-                                      cfg.get_float_list("TEST.KEYPOINT_OKS_SIGMAS"));
+  auto evaluator = build_evaluator(cfg, name, loader->dataset(), output_dir);
   spdlog::info("Evaluating {}", name);
   const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
   const AutocastGuard autocast(amp.enabled, amp.precision);
-  return evaluation::inference_on_dataset(model, *loader, evaluator);
+  return evaluation::inference_on_dataset(model, *loader, *evaluator);
 }
 
 std::map<std::string, std::map<std::string, evaluation::CocoEvalReport>> test(

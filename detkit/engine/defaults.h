@@ -14,6 +14,7 @@
 #include "detkit/data/loader.h"
 #include "detkit/engine/trainer.h"
 #include "detkit/evaluation/coco_report.h"
+#include "detkit/evaluation/evaluator.h"
 #include "detkit/solver/amp.h"
 #include "detkit/solver/grad_scaler.h"
 #include "detkit/solver/lr_scheduler.h"
@@ -29,9 +30,18 @@ uint64_t default_setup(const config::CfgNode& cfg);
 /// DATASETS.TEST name shapes_train / shapes_val and it does not exist yet.
 void ensure_builtin_datasets(const config::CfgNode& cfg);
 
+/// The evaluators of dataset `name` (Detectron2's train_net.py build_evaluator), by its metadata's
+/// evaluator_type: "coco" COCOEvaluator (bbox, plus segm / keypoints where MODEL.MASK_ON /
+/// KEYPOINT_ON say); "sem_seg" SemSegEvaluator; "coco_panoptic_seg" all three, with
+/// COCOPanopticEvaluator. Files go to `output_dir` (none when empty). Another type is an error.
+std::unique_ptr<evaluation::DatasetEvaluator> build_evaluator(const config::CfgNode& cfg,
+                                                              const std::string& name,
+                                                              const data::DetectionDataset& dataset,
+                                                              const std::string& output_dir);
+
 /// Evaluates `model` on the dataset `name` as the test loader maps it (one image at a time,
-/// INPUT.*_TEST), bbox plus segm / keypoints where MODEL.MASK_ON / KEYPOINT_ON say; the results
-/// file goes to `output_dir` (none when empty). Reports by task ("bbox", "segm", "keypoints").
+/// INPUT.*_TEST) with build_evaluator's evaluators. Reports by task ("bbox", "segm",
+/// "keypoints", "box_proposals", "sem_seg", "panoptic_seg").
 std::map<std::string, evaluation::CocoEvalReport> evaluate_dataset(const config::CfgNode& cfg,
                                                                    modeling::MetaArch& model,
                                                                    const std::string& name,

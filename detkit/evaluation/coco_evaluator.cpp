@@ -190,6 +190,15 @@ std::optional<CocoEvalReport> COCOEvaluator::evaluate_box_proposals() {
   return report;
 }
 
+void COCOEvaluator::process(const data::InferenceSample& sample,
+                            const structures::ModelOutput& output) {
+  if (!output.instances)
+    throw Error("COCOEvaluator: the model gave no instances for image id " +
+                std::to_string(sample.image_id) + " (" + sample.input.file_name +
+                "): a semantic segmentor is evaluated by SemSegEvaluator");
+  process(sample.image_id, *output.instances);
+}
+
 std::map<std::string, CocoEvalReport> COCOEvaluator::evaluate() {
   // A ProposalNetwork's evaluation: on every rank alike, also one that saw no image.
   bool proposal_task = !proposals_.empty();

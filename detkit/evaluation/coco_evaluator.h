@@ -14,11 +14,12 @@
 #include "detkit/data/coco/coco_dataset.h"
 #include "detkit/data/proposal_file.h"
 #include "detkit/evaluation/coco_report.h"
+#include "detkit/evaluation/evaluator.h"
 #include "detkit/structures/instances.h"
 
 namespace detkit::evaluation {
 
-class COCOEvaluator {
+class COCOEvaluator : public DatasetEvaluator {
  public:
   /// tasks: which of bbox / segm / keypoints to evaluate; output_dir "" writes no file;
   /// kpt_oks_sigmas: TEST.KEYPOINT_OKS_SIGMAS, empty for COCO's.
@@ -30,10 +31,13 @@ class COCOEvaluator {
   /// original image's size. Or "proposal_boxes" and "objectness_logits" (a ProposalNetwork's
   /// output): then every image is kept, with or without proposals, for the box_proposals task.
   void process(int64_t image_id, const structures::Instances& predictions);
+  /// The output's instances (or proposals) under the sample's image id; an output without
+  /// instances (a SemanticSegmentor's) is an error.
+  void process(const data::InferenceSample& sample, const structures::ModelOutput& output) override;
   /// Writes the results file and returns a report per task, logging the tables. In a job of
   /// several ranks every rank calls it: the detections are gathered to rank 0, which writes and
   /// reports; the other ranks return no report.
-  std::map<std::string, CocoEvalReport> evaluate();
+  std::map<std::string, CocoEvalReport> evaluate() override;
   size_t num_detections() const { return results_.size(); }
   size_t num_proposal_images() const { return proposals_.size(); }
 

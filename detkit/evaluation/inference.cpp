@@ -13,7 +13,7 @@ namespace detkit::evaluation {
 
 std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& model,
                                                            data::TestLoader& loader,
-                                                           COCOEvaluator& evaluator) {
+                                                           DatasetEvaluator& evaluator) {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
   const size_t total = loader.size();
@@ -31,9 +31,9 @@ std::map<std::string, CocoEvalReport> inference_on_dataset(modeling::MetaArch& m
     auto sample = loader.next();
     if (!sample) break;
     auto t1 = clock::now();
-    auto results = model.inference({sample->input});
+    auto results = model.outputs({sample->input});
     auto t2 = clock::now();
-    evaluator.process(sample->image_id, results.at(0));
+    evaluator.process(*sample, results.at(0));
     auto t3 = clock::now();
     ++done;
     if (done == warmup) {  // restart the clocks: the first images pay for warm-up
