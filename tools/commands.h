@@ -40,5 +40,6 @@ CommandRunner add_convert_weights_command(CLI::App& app);
 CommandRunner add_model_zoo_command(CLI::App& app);
 CommandRunner add_plot_command(CLI::App& app);
 CommandRunner add_export_command(CLI::App& app);
+CommandRunner add_prepare_panoptic_fpn_command(CLI::App& app);
 
 }  // namespace detkit::tools

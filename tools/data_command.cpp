@@ -88,22 +88,38 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
     problems.push_back(e.what());
     return;
   }
-  std::cout << ": " << files.json_file << ", images under " << files.image_root << "\n";
   data::CocoLoadOptions options;
   options.filter_empty_annotations =
       is_train && cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS");
-  std::vector<std::string> json_problems;
-  try {
-    json_problems = data::check_coco_json(files.json_file, files.image_root, options);
-  } catch (const std::exception& e) {
-    json_problems = {e.what()};  // the file cannot be read at all
+  data::CocoDataset dataset;
+  if (files.kind == data::DatasetKind::kSemSeg) {  // "_stuffonly": two folders, no JSON
+    std::cout << ": label maps under " << files.sem_seg_root << ", images under "
+              << files.image_root << "\n";
+    try {
+      dataset = data::load_dataset(name, options);
+    } catch (const std::exception& e) {
+      std::cout << "  the folders cannot be paired; images not mapped\n";
+      problems.push_back(e.what());
+      return;
+    }
+  } else {
+    std::cout << ": " << files.json_file << ", images under " << files.image_root << "\n";
+    std::vector<std::string> json_problems;
+    try {
+      json_problems = data::check_coco_json(files.json_file, files.image_root, options);
+    } catch (const std::exception& e) {
+      json_problems = {e.what()};  // the file cannot be read at all
+    }
+    if (!json_problems.empty()) {
+      std::cout << "  " << json_problems.size() << " problem(s) in the JSON; images not mapped\n";
+      problems.insert(problems.end(), json_problems.begin(), json_problems.end());
+      return;
+    }
+    dataset = data::load_coco_json(files.json_file, files.image_root, options);
+    // Training maps a separated dataset's label maps too: check them as it would.
+    if (files.kind == data::DatasetKind::kCocoPanopticSeparated)
+      dataset.set_sem_seg_root(files.sem_seg_root);
   }
-  if (!json_problems.empty()) {
-    std::cout << "  " << json_problems.size() << " problem(s) in the JSON; images not mapped\n";
-    problems.insert(problems.end(), json_problems.begin(), json_problems.end());
-    return;
-  }
-  data::CocoDataset dataset = data::load_coco_json(files.json_file, files.image_root, options);
   print_counts(dataset, is_train);
   data::DatasetMapper mapper(data::dataset_mapper_options_from_config(cfg, is_train));
   const int64_t seed = cfg.get_int("SEED");

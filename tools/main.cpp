@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       detkit::tools::add_convert_weights_command(app),
       detkit::tools::add_plot_command(app),
       detkit::tools::add_model_zoo_command(app),
+      detkit::tools::add_prepare_panoptic_fpn_command(app),
   };
   try {
     app.parse(argc, argv);

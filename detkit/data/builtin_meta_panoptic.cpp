@@ -85,14 +85,17 @@ std::string separated_stuff_name(std::string name) {
 bool is_builtin_coco_panoptic(const std::string& name) {
   for (const char* split : kBuiltinPanopticSplits) {
     const std::string base = std::string(split) + "_panoptic";
-    if (name == base || name == base + "_separated") return true;
+    if (name == base || name == base + "_separated" || name == base + "_stuffonly") return true;
   }
   return false;
 }
 
 void fill_builtin_coco_panoptic(const std::string& name, Metadata& m) {
-  const bool separated = ends_with(name, "_separated");
-  m.evaluator_type = "coco_panoptic_seg";
+  // "_stuffonly" has its "_separated" twin's metadata (Detectron2 passes both the same dict) but
+  // is evaluated as semantic segmentation.
+  const bool stuffonly = ends_with(name, "_stuffonly");
+  const bool separated = stuffonly || ends_with(name, "_separated");
+  m.evaluator_type = stuffonly ? "sem_seg" : "coco_panoptic_seg";
   m.ignore_label = 255;
   std::vector<PanopticCategory> categories;
   for (size_t k = 0; k < m.thing_classes.size(); ++k)

@@ -9,7 +9,7 @@
 
 namespace detkit::data {
 
-/// True for the six built-in names coco_2017_{train,val,val_100}_panoptic[_separated].
+/// True for the nine built-in names coco_2017_{train,val,val_100}_panoptic[_separated|_stuffonly].
 bool is_builtin_coco_panoptic(const std::string& name);
 
 /// Fills `m` (holding COCO's 80 things already) for a built-in panoptic name: its stuff classes

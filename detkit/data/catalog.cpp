@@ -9,6 +9,7 @@
 
 #include "detkit/data/builtin_meta_panoptic.h"
 #include "detkit/data/metadata.h"
+#include "detkit/data/sem_seg_dataset.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
 
@@ -17,6 +18,13 @@ namespace {
 
 constexpr const char* kRootVariable = "DETKIT_DATASETS";
 constexpr const char* kRegisterVariable = "DETKIT_DATASETS_REGISTER";
+constexpr const char* kPanopticSeparatedForm =
+    "name=panoptic_separated:<instances json>:<image root>:<panoptic json>:<panoptic root>:"
+    "<sem_seg root>";
+constexpr const char* kPanopticStandardForm =
+    "name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>";
+const std::string kPanopticForms =
+    fmt::format("(or {}, or {})", kPanopticSeparatedForm, kPanopticStandardForm);
 
 struct Builtin {
   const char* name;
@@ -61,7 +69,8 @@ struct PanopticBuiltin {
   const char* sem_seg_root;  // made by Detectron2's datasets/prepare_panoptic_fpn.py
 };
 
-// Detectron2's _PREDEFINED_SPLITS_COCO_PANOPTIC: each gives a "_separated" name and a standard one.
+// Detectron2's _PREDEFINED_SPLITS_COCO_PANOPTIC: each gives a "_separated" name, its "_stuffonly"
+// twin and a standard one.
 constexpr PanopticBuiltin kPanopticBuiltins[] = {
     {"coco_2017_train_panoptic", "coco/panoptic_train2017",
      "coco/annotations/panoptic_train2017.json", "coco/panoptic_stuff_train2017"},
@@ -120,18 +129,24 @@ DatasetCatalog::DatasetCatalog() {
                                      p.sem_seg_root,
                                      p.panoptic_json,
                                      p.panoptic_root};
+    entries_[name + "_stuffonly"] = {
+        "", instances.image_root, true, DatasetKind::kSemSeg, p.sem_seg_root, p.panoptic_json, ""};
     entries_[name] = {
         instances.json_file, instances.image_root, true, DatasetKind::kCocoPanoptic, "",
         p.panoptic_json,     p.panoptic_root};
   }
 }
 
-void DatasetCatalog::add(const std::string& name, Entry entry) {
+void DatasetCatalog::require_free(const std::string& name) const {
   auto it = entries_.find(name);
   if (it != entries_.end()) {
     throw Error(fmt::format("dataset '{}' is already registered (json file '{}', image root '{}')",
                             name, it->second.json_file, it->second.image_root));
   }
+}
+
+void DatasetCatalog::add(const std::string& name, Entry entry) {
+  require_free(name);
   entries_[name] = std::move(entry);
 }
 
@@ -167,8 +182,14 @@ void DatasetCatalog::register_coco_panoptic_separated(const std::string& name,
                                {"the panoptic json", panoptic_json},
                                {"the sem_seg root", sem_seg_root},
                                {"the instances json", instances_json}});
+  // Both names or neither: a taken "_stuffonly" must not leave "_separated" registered.
+  require_free(name + "_separated");
+  require_free(name + "_stuffonly");
   add(name + "_separated", {instances_json, image_root, false, DatasetKind::kCocoPanopticSeparated,
                             sem_seg_root, panoptic_json, panoptic_root});
+  // The panoptic file is kept only for its stuff classes (record_separated_stuff).
+  add(name + "_stuffonly",
+      {"", image_root, false, DatasetKind::kSemSeg, sem_seg_root, panoptic_json, ""});
 }
 
 void DatasetCatalog::register_coco_panoptic(const std::string& name, const std::string& image_root,
@@ -191,17 +212,43 @@ void DatasetCatalog::register_from_string(const std::string& entries, const std:
     size_t equals = entry.find('=');
     size_t colon = entry.rfind(':');
     if (equals == std::string::npos || colon == std::string::npos || colon < equals) {
-      throw Error(
-          fmt::format("{}: entry '{}' is not name=<annotation json>:<image root>", source, entry));
+      throw Error(fmt::format("{}: entry '{}' is not name=<annotation json>:<image root> {}",
+                              source, entry, kPanopticForms));
     }
     std::string name = trim(entry.substr(0, equals));
-    std::string json_file = trim(entry.substr(equals + 1, colon - equals - 1));
-    std::string image_root = trim(entry.substr(colon + 1));
     try {
+      std::vector<std::string> fields = split(entry.substr(equals + 1), ':');
+      for (std::string& field : fields) field = trim(field);
+      // A panoptic kind word first; with two fields it is still the instances form, whose json
+      // file may be named "panoptic" (entries written before the panoptic forms keep working).
+      if (fields.size() > 2 && (fields[0] == "panoptic_separated" || fields[0] == "panoptic")) {
+        register_panoptic_fields(name, fields);
+        continue;
+      }
+      std::string json_file = trim(entry.substr(equals + 1, colon - equals - 1));
+      std::string image_root = trim(entry.substr(colon + 1));
       register_coco_instances(name, json_file, image_root);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: entry '{}': {}", source, entry, e.what()));
     }
+  }
+}
+
+void DatasetCatalog::register_panoptic_fields(const std::string& name,
+                                              const std::vector<std::string>& fields) {
+  const bool separated = fields[0] == "panoptic_separated";
+  const size_t expected = separated ? 6 : 5;
+  if (fields.size() != expected) {
+    throw Error(fmt::format("{} ':'-separated fields after '{}=', expected {}: {}", fields.size(),
+                            name, expected,
+                            separated ? kPanopticSeparatedForm : kPanopticStandardForm));
+  }
+  // One field order for both kinds: instances json, image root, panoptic json, panoptic root,
+  // sem_seg root.
+  if (separated) {
+    register_coco_panoptic_separated(name, fields[2], fields[4], fields[3], fields[5], fields[1]);
+  } else {
+    register_coco_panoptic(name, fields[2], fields[4], fields[3], fields[1]);
   }
 }
 
@@ -256,8 +303,8 @@ void register_coco_panoptic_separated(const std::string& name, const std::string
                                       const std::string& instances_json) {
   global_catalog().register_coco_panoptic_separated(name, image_root, panoptic_root, panoptic_json,
                                                     sem_seg_root, instances_json);
-  const std::string separated = name + "_separated";
-  record_files(global_catalog().get(separated), global_metadata().get(separated));
+  for (const std::string registered : {name + "_separated", name + "_stuffonly"})
+    record_files(global_catalog().get(registered), global_metadata().get(registered));
 }
 
 void register_coco_panoptic(const std::string& name, const std::string& image_root,
@@ -275,6 +322,12 @@ void record_files(const DatasetFiles& files, Metadata& m) {
     m.evaluator_type = "coco";
     return;
   }
+  if (files.kind == DatasetKind::kSemSeg) {  // Detectron2's "_stuffonly" metadata
+    m.evaluator_type = "sem_seg";
+    m.sem_seg_root = files.sem_seg_root;
+    m.ignore_label = 255;
+    return;
+  }
   m.evaluator_type = "coco_panoptic_seg";
   m.panoptic_json = files.panoptic_json;
   m.panoptic_root = files.panoptic_root;
@@ -290,6 +343,14 @@ CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options
         "dataset '{}' is a COCO panoptic dataset (records of '{}'): load it with "
         "load_panoptic_dataset; to train Panoptic FPN or evaluate it, use '{}_separated'",
         name, files.panoptic_json, name));
+  }
+  if (files.kind == DatasetKind::kSemSeg) {
+    // No instances, so nothing for `options`' filters: Detectron2 filters only datasets whose
+    // records have "annotations", and a stuffonly dataset keeps every image.
+    require_file(files, files.sem_seg_root, "label map folder");
+    CocoDataset dataset = load_sem_seg(files.sem_seg_root, files.image_root);
+    record_separated_stuff(name, files);
+    return dataset;
   }
   require_file(files, files.json_file, "annotation file");
   CocoDataset dataset = load_coco_json(files.json_file, files.image_root, options);

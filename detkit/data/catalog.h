@@ -16,15 +16,25 @@
 // and instances file of coco_2017_{train,val,val_100}):
 //   coco_2017_{train,val,val_100}_panoptic_separated   instances + coco/panoptic_stuff_S/ labels
 //   coco_2017_{train,val,val_100}_panoptic             coco/annotations/panoptic_S.json
-//   both with the panoptic PNGs in coco/panoptic_S/
+//   coco_2017_{train,val,val_100}_panoptic_stuffonly   images of coco/{train,val}2017/ with a
+//                                                      label map in coco/panoptic_stuff_S/
+//   all with the panoptic PNGs in coco/panoptic_S/
 // so `mkdir datasets && ln -s /path/to/coco datasets/coco` is all COCO needs.
 //
-// Your own COCO-format dataset, without writing code: set
+// Your own datasets, without writing code: set
 //   DETKIT_DATASETS_REGISTER="my_train=/data/my/train.json:/data/my/images;my_val=val.json:imgs"
-// and use the names (`DATASETS.TRAIN "('my_train',)"`). Entries are separated by ';', each is
-// name=<annotation json>:<image root> split at its last ':'; relative paths are relative to the
-// current directory. In C++: register_coco_instances("my_train", json_file, image_root). More in
-// docs/DATASETS.md.
+// and use the names (`DATASETS.TRAIN "('my_train',)"`). Entries are separated by ';', each one of
+//   name=<annotation json>:<image root>     register_coco_instances: `name` (split at the last ':')
+//   name=panoptic_separated:<instances json>:<image root>:<panoptic json>:<panoptic root>:<sem_seg
+//   root>
+//                                           register_coco_panoptic_separated: `name`_separated and
+//                                           `name`_stuffonly
+//   name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>
+//                                           register_coco_panoptic: `name`
+// The panoptic forms split at every ':' (their paths cannot hold one) and keep one field order:
+// instances json, image root, panoptic json, panoptic root, sem_seg root. Relative paths are
+// relative to the current directory. In C++: register_coco_instances("my_train", json_file,
+// image_root) and the functions below. More in docs/DATASETS.md.
 #include <map>
 #include <string>
 #include <vector>
@@ -41,17 +51,18 @@ enum class DatasetKind {
   kCocoInstances,          // register_coco_instances: a COCO instances file
   kCocoPanopticSeparated,  // register_coco_panoptic_separated: instances + semantic label maps
   kCocoPanoptic,           // register_coco_panoptic: a COCO panoptic file and its PNGs
+  kSemSeg,                 // load_sem_seg: images and label maps paired by stem ("_stuffonly")
 };
 
 /// Where a named dataset lives.
 struct DatasetFiles {
   std::string name;
-  std::string json_file;  // the instances file (may be empty for kCocoPanoptic)
+  std::string json_file;  // the instances file (may be empty for kCocoPanoptic; empty: kSemSeg)
   std::string image_root;
   bool under_datasets_root;  // a built-in name, resolved under the datasets root
   DatasetKind kind = DatasetKind::kCocoInstances;
-  std::string sem_seg_root;                  // kCocoPanopticSeparated: <stem>.png label maps
-  std::string panoptic_json, panoptic_root;  // the panoptic kinds
+  std::string sem_seg_root;  // kCocoPanopticSeparated, kSemSeg: <stem>.png label maps
+  std::string panoptic_json, panoptic_root;  // the panoptic kinds (kSemSeg: its stuff classes)
 };
 
 class DatasetCatalog {
@@ -67,7 +78,9 @@ class DatasetCatalog {
   /// Detectron2's register_coco_panoptic_separated: registers `name` + "_separated", the
   /// instances of `instances_json` with each image's semantic labels at
   /// sem_seg_root/<image file stem>.png (stuff classes 1.., things 0, 255 ignored:
-  /// datasets/prepare_panoptic_fpn.py's output); the panoptic files are for evaluation.
+  /// datasets/prepare_panoptic_fpn.py's output, `detkit prepare-panoptic-fpn`); the panoptic
+  /// files are for evaluation. Also registers `name` + "_stuffonly": the images of image_root
+  /// with a label map in sem_seg_root, without instances (load_sem_seg), for SemanticSegmentor.
   void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
                                         const std::string& panoptic_root,
                                         const std::string& panoptic_json,
@@ -78,8 +91,9 @@ class DatasetCatalog {
   void register_coco_panoptic(const std::string& name, const std::string& image_root,
                               const std::string& panoptic_root, const std::string& panoptic_json,
                               const std::string& instances_json);
-  /// Adds "name=<json>:<image root>;..." entries; `source` (e.g. the variable's name) is named in
-  /// errors about a malformed entry.
+  /// Adds the entries of a DETKIT_DATASETS_REGISTER string (';'-separated; the syntax at the top
+  /// of this file); `source` (e.g. the variable's name) is named in errors about a malformed
+  /// entry.
   void register_from_string(const std::string& entries, const std::string& source);
 
   bool contains(const std::string& name) const { return entries_.count(name) > 0; }
@@ -101,6 +115,9 @@ class DatasetCatalog {
     DatasetKind kind = DatasetKind::kCocoInstances;
     std::string sem_seg_root, panoptic_json, panoptic_root;
   };
+  void require_free(const std::string& name) const;  // an error when `name` is taken
+  // A panoptic entry of register_from_string: fields[0] is its kind word.
+  void register_panoptic_fields(const std::string& name, const std::vector<std::string>& fields);
   void add(const std::string& name, Entry entry);
   std::map<std::string, Entry> entries_;
 };
@@ -134,7 +151,9 @@ void record_files(const DatasetFiles& files, Metadata& m);
 /// categories). A missing annotation file is an error naming the datasets root and how to set it.
 /// A "panoptic separated" name gives its instances with each image's sem_seg_path set, and its
 /// metadata the stuff classes of its panoptic file (built-in names have COCO's). A "panoptic
-/// standard" name is an error pointing to load_panoptic_dataset.
+/// standard" name is an error pointing to load_panoptic_dataset. A "_stuffonly" name (kSemSeg)
+/// gives its images without annotations (load_sem_seg; `options`' filters do not apply) and its
+/// metadata the stuff classes as its "_separated" twin.
 CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options = {});
 
 /// Loads a "panoptic standard" dataset (register_coco_panoptic) by name, and records its things

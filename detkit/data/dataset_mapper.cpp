@@ -94,9 +94,14 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
     throw bad(path + ": OpenCV could not decode it: " + e.what());
   }
   if (image.cols != record.width || image.rows != record.height) {
+    // A dataset without a json file (load_sem_seg) takes the size from the label map's header.
+    const std::string source =
+        dataset.json_file().empty()
+            ? "its label map " + dataset.sem_seg_path(image_index).value_or("")
+            : dataset.json_file();
     throw bad(path + ": decoded image is " + std::to_string(image.cols) + "x" +
-              std::to_string(image.rows) + " (width x height) but " + dataset.json_file() +
-              " says " + std::to_string(record.width) + "x" + std::to_string(record.height));
+              std::to_string(image.rows) + " (width x height) but " + source + " says " +
+              std::to_string(record.width) + "x" + std::to_string(record.height));
   }
   TransformList transforms =
       apply_augmentations(options_.augmentations, image.rows, image.cols, rng);

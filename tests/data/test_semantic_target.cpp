@@ -13,6 +13,7 @@
 #include "detkit/checkpoint/state_dict.h"
 #include "detkit/data/coco/coco.h"
 #include "detkit/data/dataset_mapper.h"
+#include "detkit/data/sem_seg_dataset.h"
 #include "tests/data/mapper_test_files.h"
 #include "tests/support/error_of.h"
 
@@ -67,6 +68,42 @@ TEST(SemanticTarget, EqualsDetectron2sTrainMapperOnThePanopticFixture) {
         at::equal(input.image, outputs.at("input_tensor_" + std::to_string(i)).to(at::kFloat)));
     EXPECT_GT(input.instances->size(), 0);
   }
+}
+
+// A "_stuffonly" dataset (load_sem_seg: no instances file) maps to the same targets, with no
+// instances.
+TEST(SemanticTarget, StuffonlyDatasetEqualsDetectron2sTrainMapper) {
+  if (!std::filesystem::exists(kPanopticFpnFixture + "outputs.pth") || !testing::have_coco_tiny())
+    GTEST_SKIP() << "fixture absent: " << kPanopticFpnFixture << "outputs.pth and coco_tiny";
+  const auto outputs = checkpoint::load_plain_tensor_dict(kPanopticFpnFixture + "outputs.pth");
+  const CocoDataset ds =
+      load_sem_seg(kPanopticFpnFixture + "sem_seg", testing::coco_tiny_images("val2017"));
+  ASSERT_EQ(ds.num_images(), 2u);
+  const DatasetMapper mapper(sem_seg_train_options(320, 480, /*flip=*/false, MaskFormat::kPolygon));
+  // Sorted by stem: 000000005001 is the fixture's image 1, 000000532481 its image 0.
+  for (size_t index = 0; index < 2; ++index) {
+    const std::string i = std::to_string(1 - index);
+    SampleRng rng(0, index);
+    const structures::ModelInput input = mapper(ds, index, rng);
+    ASSERT_TRUE(input.sem_seg.has_value()) << "image " << i;
+    EXPECT_TRUE(at::equal(*input.sem_seg, outputs.at("train_gt_sem_seg_" + i).to(at::kLong)))
+        << "image " << i;
+    EXPECT_TRUE(at::equal(input.image, outputs.at("input_tensor_" + i).to(at::kFloat)));
+    EXPECT_EQ(input.instances->size(), 0);
+  }
+}
+
+TEST(SemanticTarget, StuffonlyImageOfAnotherSizeThanItsLabelMap) {
+  testing::TempDir dir("sem_seg_stuffonly_size");
+  testing::write_image(dir, "a.png", testing::gradient_image(4, 6));
+  std::filesystem::rename(dir.path("images/a.png"), dir.path("images/a.jpg"));
+  cv::imwrite(dir.write("labels/a.png", ""), cv::Mat(5, 6, CV_8UC1, cv::Scalar(1)));
+  const CocoDataset ds = load_sem_seg(dir.path("labels"), dir.path("images"));
+  const DatasetMapper mapper(sem_seg_train_options(4, 100, /*flip=*/false));
+  SampleRng rng(0, 0);
+  expect_contains(error_of([&] { mapper(ds, 0, rng); }),
+                  "decoded image is 6x4 (width x height) but its label map " + dir.path("labels") +
+                      "/a.png says 6x5");
 }
 
 // A (4, 6) label map whose pixel (y, x) is 10 y + x, beside a gradient image of the same size.

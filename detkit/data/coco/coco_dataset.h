@@ -193,6 +193,7 @@ class CocoDataset {
   void reorder_annotations(const std::vector<uint32_t>& order);
   friend size_t filter_empty_annotations(CocoDataset& dataset);
   friend size_t filter_images_with_few_keypoints(CocoDataset& dataset, int min_keypoints);
+  friend CocoDataset load_sem_seg(const std::string& gt_root, const std::string& image_root);
 
   struct Rle {
     int32_t h, w;
