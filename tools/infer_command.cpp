@@ -9,9 +9,16 @@
 // RPN-only model's (ProposalNetwork's) proposals are listed with their "objectness_logit" and its
 // sigmoid as "score", those scoring >= C kept, and the best 20 of them drawn (as Detectron2's
 // training visualization draws the top 20 proposals).
+// A panoptic model (PanopticFPN) is drawn as Detectron2's draw_panoptic_seg draws it and its
+// segments are listed as its segments_info: id, isthing, category_id (the contiguous class: a
+// thing class for things, a semantic-head class for stuff), "category" (its name), the score of
+// things and the area (pixels) of every segment. A semantic model (SemanticSegmentor) is drawn as
+// draw_sem_seg draws the argmax of its logits, and each class present is listed with its area.
+// --confidence does not apply to either (the model's own thresholds chose the segments).
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
@@ -28,6 +36,7 @@
 #include "detkit/engine/predictor.h"
 #include "detkit/structures/mask_ops.h"
 #include "detkit/utils/error.h"
+#include "detkit/visualization/segmentation.h"
 #include "detkit/visualization/visualizer.h"
 #include "tools/commands.h"
 
@@ -72,6 +81,23 @@ ClassNames class_names_from_config(const config::CfgNode& cfg) {
                  e.what());
     return {};
   }
+}
+
+// Names of the semantic head's classes: the stuff_classes of the first DATASETS.TEST's metadata
+// when it has MODEL.SEM_SEG_HEAD.NUM_CLASSES of them; empty otherwise (labels then read "stuff N").
+std::vector<std::string> stuff_names_from_config(const config::CfgNode& cfg) {
+  const auto tests = cfg.get_string_list("DATASETS.TEST");
+  if (tests.empty()) return {};
+  const data::Metadata& meta = data::global_metadata().get(tests.front());
+  const int64_t num_classes = cfg.get_int("MODEL.SEM_SEG_HEAD.NUM_CLASSES");
+  if (static_cast<int64_t>(meta.stuff_classes.size()) != num_classes) {
+    spdlog::warn(
+        "{} has {} semantic classes but MODEL.SEM_SEG_HEAD.NUM_CLASSES is {}: labelling "
+        "them 'stuff N'",
+        tests.front(), meta.stuff_classes.size(), num_classes);
+    return {};
+  }
+  return meta.stuff_classes;
 }
 
 double round_to(double value, double step) { return std::round(value / step) * step; }
@@ -139,7 +165,116 @@ nlohmann::json proposals_json(const structures::Instances& kept) {
   return out;
 }
 
+// Detectron2's segments_info, with the name of each segment's class and its area in the map.
+nlohmann::json panoptic_json(const structures::PanopticOutput& panoptic, const ClassNames& classes,
+                             const std::vector<std::string>& stuff_names) {
+  const std::map<int64_t, int64_t> areas = visualization::value_areas(panoptic.ids);
+  nlohmann::json out = nlohmann::json::array();
+  for (const structures::PanopticSegment& s : panoptic.segments) {
+    nlohmann::json d;
+    d["id"] = s.id;
+    d["isthing"] = s.isthing;
+    d["category_id"] = s.category_id;
+    d["category"] = s.isthing ? visualization::class_label(s.category_id, classes.names)
+                              : visualization::stuff_label(s.category_id, stuff_names);
+    if (s.isthing) {
+      d["score"] = s.score;
+      d["instance_id"] = s.instance_id;
+    }
+    const auto area = areas.find(s.id);
+    d["area"] = area == areas.end() ? 0 : area->second;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// Each class of the (H, W) label map with its area (pixels), in class order.
+nlohmann::json sem_seg_json(const at::Tensor& labels, const std::vector<std::string>& stuff_names) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [label, area] : visualization::value_areas(labels)) {
+    out.push_back({{"class", label},
+                   {"category", visualization::stuff_label(label, stuff_names)},
+                   {"area", area}});
+  }
+  return out;
+}
+
 constexpr int64_t kProposalsDrawn = 20;
+
+// One entry a line, so that listings diff well.
+void write_listing(const std::string& stem, const nlohmann::json& entries) {
+  std::ofstream json(stem + ".json");
+  json << "[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    json << (i == 0 ? "\n  " : ",\n  ") << entries[i].dump();
+  }
+  json << "\n]\n";
+  if (!json) throw Error("infer: cannot write " + stem + ".json");
+}
+
+void write_drawing(const std::string& stem, const cv::Mat& canvas) {
+  if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
+}
+
+// What one image's outputs are drawn and listed with.
+struct InferContext {
+  const config::CfgNode& cfg;
+  const ClassNames& classes;
+  const visualization::VisualizerOptions& draw_options;
+  double confidence;
+  std::optional<std::vector<std::string>> stuff_names;  // read at the first segmentation
+
+  const std::vector<std::string>& stuff() {
+    if (!stuff_names) stuff_names = stuff_names_from_config(cfg);
+    return *stuff_names;
+  }
+};
+
+void infer_panoptic(InferContext& context, const std::string& path, const std::string& stem,
+                    const cv::Mat& bgr, const structures::PanopticOutput& panoptic) {
+  write_drawing(stem, visualization::draw_panoptic_seg(bgr, panoptic, context.classes.names,
+                                                       context.stuff(), context.draw_options));
+  const nlohmann::json segments = panoptic_json(panoptic, context.classes, context.stuff());
+  write_listing(stem, segments);
+  const size_t things = static_cast<size_t>(std::count_if(
+      panoptic.segments.begin(), panoptic.segments.end(), [](const auto& s) { return s.isthing; }));
+  spdlog::info("{}: {} panoptic segments ({} things, {} stuff) -> {}.png", path, segments.size(),
+               things, segments.size() - things, stem);
+  for (const auto& s : segments) spdlog::info("  {}", s.dump());
+}
+
+void infer_sem_seg(InferContext& context, const std::string& path, const std::string& stem,
+                   const cv::Mat& bgr, const at::Tensor& logits) {
+  const at::Tensor labels = logits.argmax(0);
+  write_drawing(stem,
+                visualization::draw_sem_seg(bgr, labels, context.stuff(), context.draw_options));
+  const nlohmann::json classes = sem_seg_json(labels, context.stuff());
+  write_listing(stem, classes);
+  spdlog::info("{}: {} semantic classes present -> {}.png", path, classes.size(), stem);
+  for (const auto& c : classes) spdlog::info("  {}", c.dump());
+}
+
+void infer_instances(InferContext& context, const std::string& path, const std::string& stem,
+                     const cv::Mat& bgr, const structures::Instances& predictions) {
+  const bool proposals = predictions.has("proposal_boxes");
+  const at::Tensor scores =
+      proposals ? predictions.tensor("objectness_logits").sigmoid() : predictions.tensor("scores");
+  const structures::Instances kept = predictions.index(scores.ge(context.confidence));
+  const auto& draw_options = context.draw_options;
+  write_drawing(
+      stem, proposals
+                ? visualization::draw_proposals(bgr, kept, kProposalsDrawn, draw_options)
+                : visualization::draw_predictions(bgr, kept, context.classes.names, draw_options));
+  write_listing(stem, proposals ? proposals_json(kept) : detections_json(kept, context.classes));
+  if (proposals) {
+    spdlog::info("{}: {} of {} proposals with objectness >= {} (the best {} drawn) -> {}.png", path,
+                 kept.size(), predictions.size(), context.confidence,
+                 std::min(kept.size(), kProposalsDrawn), stem);
+  } else {
+    spdlog::info("{}: {} of {} detections with score >= {} -> {}.png", path, kept.size(),
+                 predictions.size(), context.confidence, stem);
+  }
+}
 
 // Every input exists and no two share a stem (they would overwrite each other's outputs).
 void check_inputs(const std::vector<std::string>& inputs) {
@@ -165,7 +300,7 @@ CommandRunner add_infer_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "infer", "Draw a model's detections onto images (PNG) and list them (JSON)");
+      "infer", "Draw a model's detections or segments onto images (PNG) and list them (JSON)");
   cmd->add_option("--config-file", o->config_file, "Detectron2-style YAML config")->required();
   cmd->add_option("--weights", o->weights, "model weights (sets MODEL.WEIGHTS)")->required();
   cmd->add_option("--input", o->inputs, "images to run on")->required()->expected(1, -1);
@@ -193,34 +328,20 @@ CommandRunner add_infer_command(CLI::App& app) {
     }
     engine::DefaultPredictor predictor(cfg);
     fs::create_directories(o->output);
+    InferContext context{cfg, classes, draw_options, o->confidence, std::nullopt};
     for (const auto& path : o->inputs) {
       const cv::Mat bgr = data::read_image(path, "BGR");
-      const structures::Instances predictions = predictor(bgr);
-      const bool proposals = predictions.has("proposal_boxes");
-      const at::Tensor scores = proposals ? predictions.tensor("objectness_logits").sigmoid()
-                                          : predictions.tensor("scores");
-      const structures::Instances kept = predictions.index(scores.ge(o->confidence));
+      const structures::ModelOutput outputs = predictor.outputs(bgr);
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
-      const cv::Mat canvas =
-          proposals ? visualization::draw_proposals(bgr, kept, kProposalsDrawn, draw_options)
-                    : visualization::draw_predictions(bgr, kept, classes.names, draw_options);
-      if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
-      std::ofstream json(stem + ".json");  // one detection a line
-      const nlohmann::json detections =
-          proposals ? proposals_json(kept) : detections_json(kept, classes);
-      json << "[";
-      for (size_t i = 0; i < detections.size(); ++i) {
-        json << (i == 0 ? "\n  " : ",\n  ") << detections[i].dump();
-      }
-      json << "\n]\n";
-      if (!json) throw Error("infer: cannot write " + stem + ".json");
-      if (proposals) {
-        spdlog::info("{}: {} of {} proposals with objectness >= {} (the best {} drawn) -> {}.png",
-                     path, kept.size(), predictions.size(), o->confidence,
-                     std::min(kept.size(), kProposalsDrawn), stem);
+      // As Detectron2's demo: the panoptic map first, else the semantic map, else the instances.
+      if (outputs.panoptic_seg) {
+        infer_panoptic(context, path, stem, bgr, *outputs.panoptic_seg);
+      } else if (outputs.sem_seg && !outputs.instances) {
+        infer_sem_seg(context, path, stem, bgr, *outputs.sem_seg);
+      } else if (outputs.instances) {
+        infer_instances(context, path, stem, bgr, *outputs.instances);
       } else {
-        spdlog::info("{}: {} of {} detections with score >= {} -> {}.png", path, kept.size(),
-                     predictions.size(), o->confidence, stem);
+        throw Error("infer: " + predictor.model().name() + " gave no output for " + path);
       }
     }
     return 0;

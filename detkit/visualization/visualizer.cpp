@@ -137,20 +137,24 @@ cv::Scalar instance_color(size_t k) {
   return hsv_to_bgr(hue, saturation, 0.95);
 }
 
+int enlargement_factor(const cv::Mat& bgr, const VisualizerOptions& options) {
+  const int short_side = std::min(bgr.rows, bgr.cols);
+  if (short_side <= 0 || short_side >= options.min_short_side) return 1;
+  return std::min(8, (options.min_short_side + short_side - 1) / short_side);
+}
+
+cv::Mat enlarged(const cv::Mat& bgr, int factor) {
+  if (factor == 1) return bgr.clone();
+  cv::Mat canvas;
+  cv::resize(bgr, canvas, cv::Size(bgr.cols * factor, bgr.rows * factor), 0, 0, cv::INTER_LINEAR);
+  return canvas;
+}
+
 cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& instances,
                        const VisualizerOptions& options) {
   if (bgr.empty() || bgr.type() != CV_8UC3) throw Error("draw_instances: expected a CV_8UC3 image");
-  const int short_side = std::min(bgr.rows, bgr.cols);
-  int factor = 1;
-  if (short_side < options.min_short_side) {
-    factor = std::min(8, (options.min_short_side + short_side - 1) / short_side);
-  }
-  cv::Mat canvas;
-  if (factor == 1) {
-    canvas = bgr.clone();
-  } else {
-    cv::resize(bgr, canvas, cv::Size(bgr.cols * factor, bgr.rows * factor), 0, 0, cv::INTER_LINEAR);
-  }
+  const int factor = enlargement_factor(bgr, options);
+  cv::Mat canvas = enlarged(bgr, factor);
   const double diagonal = std::sqrt(static_cast<double>(canvas.rows) * canvas.cols);
   const int line = std::max(1, static_cast<int>(std::lround(diagonal / 300)));
   LabelStyle style{std::clamp(diagonal / 1100, 0.45, 1.2), 1};

@@ -35,6 +35,11 @@ struct DrawnInstance {
   std::vector<std::array<double, 3>> keypoints;    // x, y, score (or visibility); empty: none
 };
 
+/// The integer factor (1..8) the draw_* functions enlarge `bgr` by so that its short side
+/// reaches options.min_short_side, and `bgr` enlarged by it (a copy when the factor is 1).
+int enlargement_factor(const cv::Mat& bgr, const VisualizerOptions& options);
+cv::Mat enlarged(const cv::Mat& bgr, int factor);
+
 /// The colour of the k-th instance (BGR): hues spread by the golden ratio, so neighbours differ.
 cv::Scalar instance_color(size_t k);
 
