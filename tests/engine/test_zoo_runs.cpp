@@ -6,8 +6,9 @@
 // is checked against the file's family. The zoo's datasets (COCO, LVIS, Cityscapes, Pascal VOC)
 // are replaced by what the file needs of coco_tiny: its instances (80 classes), its persons'
 // synthetic keypoints, its synthetic panoptic ground truth (_separated for Panoptic FPN,
-// _stuffonly for SemanticSegmentor), and a proposal file for Fast R-CNN. One suite per folder,
-// so CTest runs the folders in parallel; ZooRuns.EveryZooFileIsRun checks none is left out.
+// _stuffonly for SemanticSegmentor), and a proposal file for Fast R-CNN; a setting detkit
+// refuses is turned off by name (kZooRefusedSettingsOff). A suite per group of folders, so CTest
+// runs the groups in parallel; ZooRuns.EveryZooFileIsRun checks no file is left out.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
