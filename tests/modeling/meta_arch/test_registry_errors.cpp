@@ -35,7 +35,8 @@ std::string build_error(const std::vector<std::string>& overrides) {
 
 TEST(RegistryErrors, UnknownNamesListTheRegisteredOnes) {
   const std::vector<Case> cases = {
-      {"MODEL.META_ARCHITECTURE", "GeneralizedRCNN, ProposalNetwork, RetinaNet"},
+      {"MODEL.META_ARCHITECTURE",
+       "GeneralizedRCNN, PanopticFPN, ProposalNetwork, RetinaNet, SemanticSegmentor"},
       {"MODEL.BACKBONE.NAME",
        "build_resnet_backbone, build_resnet_fpn_backbone, build_retinanet_resnet_fpn_backbone, "
        "build_retinanet_resnet_fpn_p5_backbone"},
