@@ -106,3 +106,53 @@ TEST(RegistryErrors, KeypointHeadNamesItsBadSettings) {
 }
 
 }  // namespace detkit::modeling
+
+namespace detkit::modeling {
+namespace {
+
+// The semantic head's settings it cannot use are named by their key; a training input without
+// semantic labels is named by its file.
+TEST(RegistryErrors, SemanticHeadNamesItsBadSettingsAndMissingTargets) {
+  const std::vector<std::string> semantic = {"MODEL.META_ARCHITECTURE", "SemanticSegmentor"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"MODEL.SEM_SEG_HEAD.IN_FEATURES", "['p9']"},
+       "MODEL.SEM_SEG_HEAD.IN_FEATURES: the backbone has no feature 'p9'"},
+      {{"MODEL.SEM_SEG_HEAD.COMMON_STRIDE", "3"},
+       "which 2x upsamplings cannot bring to MODEL.SEM_SEG_HEAD.COMMON_STRIDE 3"},
+      {{"MODEL.SEM_SEG_HEAD.NUM_CLASSES", "0"},
+       "MODEL.SEM_SEG_HEAD.NUM_CLASSES is 0: it must be positive"},
+      {{"MODEL.SEM_SEG_HEAD.NAME", "NoSuchHead"},
+       "unknown semantic segmentation head (MODEL.SEM_SEG_HEAD.NAME) 'NoSuchHead'"},
+  };
+  for (const auto& [overrides, expected] : cases) {
+    std::vector<std::string> all = semantic;
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    std::string message = "no error";
+    try {
+      build_model(testing::small_config(all));
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+  for (const char* arch : {"SemanticSegmentor", "PanopticFPN"}) {
+    auto model = build_model(testing::small_config({"MODEL.META_ARCHITECTURE", arch}));
+    model->train();
+    structures::ModelInput input;
+    input.image = at::zeros({3, 64, 64});
+    input.file_name = "unlabelled.jpg";
+    std::string message = "no error";
+    try {
+      model->losses({input});
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(std::string(arch) + ": the training input unlabelled.jpg has no "
+                                               "semantic-segmentation target"),
+              std::string::npos)
+        << message;
+  }
+}
+
+}  // namespace
+}  // namespace detkit::modeling
