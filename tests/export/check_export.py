@@ -34,6 +34,12 @@ from detection_sets import Detections, mask_iou, match, summary  # noqa: E402
 from oracle_preprocessing import map_image, read_image  # noqa: E402
 
 BOX_TOL, SCORE_TOL, KEYPOINT_TOL, MASK_IOU, MASK_PIXELS = 1e-3, 1e-4, 0.05, 0.999, 2
+# The exported graph runs libtorch's kernels where `detkit infer` runs detkit's (and on another
+# CPU, other MKL / oneDNN code paths): deltas differing by float noise (1e-4 at most, the score
+# tolerance) move a box by that times its size over the box transform's weights (5 for width
+# and height), so a box may differ by 2e-5 of its larger side beyond BOX_TOL. A CI machine saw
+# 1/100 boxes of one image past 1e-3 px alone (stop 57).
+BOX_REL_TOL = 2e-5
 
 
 TIMEOUT_S = 240  # each child process; ctest's own limit for the test is 300 s
@@ -215,7 +221,7 @@ def main():
         stem = os.path.splitext(os.path.basename(path))[0]
         with open(os.path.join(infer_dir, stem + ".json")) as f:
             reference = listed_detections(json.load(f))
-        partner, report = match(ours, reference, BOX_TOL, SCORE_TOL)
+        partner, report = match(ours, reference, BOX_TOL, SCORE_TOL, BOX_REL_TOL)
         print(f"{stem} ({width}x{height}): {summary(len(ours), len(reference), report)}")
         if len(ours) != len(reference) or report["unexplained"]:
             failures.append(f"{stem}: the sets differ")

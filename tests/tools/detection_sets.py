@@ -1,7 +1,10 @@
 """Detections compared as matched sets, as tests/support/matched_sets.h does in C++: every
 reference detection needs a partner of ours with the same class, its score within `score_tol`
-and every box coordinate within `box_tol`; one may stay unmatched only at the cut (its score
+and every box coordinate within `box_tol` px plus `box_rel_tol` times the reference box's larger
+side (a box is its proposal moved by deltas times the proposal's size, so a difference of float
+noise in the deltas grows with the box); one may stay unmatched only at the cut (its score
 within `score_tol` of its set's lowest), where a near-tie decides which of two makes the top 100.
+Every unmatched detection is listed with its nearest same-class candidate on the other side.
 Masks are COCO compressed RLEs (decoded here with torch, no pycocotools) compared by the share of
 the image's pixels on which they differ (and IoU, printed);
 keypoints (K, 3) x, y, score by their largest difference."""
@@ -49,13 +52,36 @@ class Detections:
         return len(self.scores)
 
 
-def match(ours, reference, box_tol, score_tol):
+def box_extent(box):
+    return max(box[2] - box[0], box[3] - box[1], 0.0)
+
+
+def nearest(detections, index, others, taken):
+    """The same-class detection of `others` (not in `taken`) nearest to detections[index] by box:
+    a line naming both and their differences."""
+    box, score, cls = detections.boxes[index], detections.scores[index], detections.classes[index]
+    best = None
+    for o in range(len(others)):
+        if taken[o] or others.classes[o] != cls:
+            continue
+        diff = max(abs(a - b) for a, b in zip(others.boxes[o], box))
+        if best is None or diff < best[0]:
+            best = (diff, o)
+    text = (f"#{index} class {cls} score {score:.6g} box [{', '.join(f'{v:.2f}' for v in box)}]")
+    if best is None:
+        return text + ": no unmatched same-class detection on the other side"
+    diff, o = best
+    return (text + f": nearest other #{o} score {others.scores[o]:.6g}, box diff {diff:.3g} px, "
+            f"score diff {abs(others.scores[o] - score):.3g}")
+
+
+def match(ours, reference, box_tol, score_tol, box_rel_tol=0.0):
     """Returns (partner per reference item or -1, report dict with the max differences)."""
     taken = [False] * len(ours)
     partner = [-1] * len(reference)
     report = {"box": 0.0, "score": 0.0, "swapped": 0}
     for r in range(len(reference)):
-        best, best_diff = -1, box_tol
+        best, best_diff = -1, box_tol + box_rel_tol * box_extent(reference.boxes[r])
         for o in range(len(ours)):
             if taken[o] or ours.classes[o] != reference.classes[r]:
                 continue
@@ -78,8 +104,13 @@ def match(ours, reference, box_tol, score_tol):
     unmatched_ref = [r for r, p in enumerate(partner) if p < 0]
     unmatched_ours = [o for o, t in enumerate(taken) if not t]
     report["matched"] = len(reference) - len(unmatched_ref)
-    report["unexplained"] = sum(not at_cut(reference.scores, r) for r in unmatched_ref) + sum(
-        not at_cut(ours.scores, o) for o in unmatched_ours)
+    unexplained_ref = [r for r in unmatched_ref if not at_cut(reference.scores, r)]
+    unexplained_ours = [o for o in unmatched_ours if not at_cut(ours.scores, o)]
+    report["unexplained"] = len(unexplained_ref) + len(unexplained_ours)
+    reference_taken = [p >= 0 for p in partner]
+    report["unexplained_lines"] = (
+        [f"reference {nearest(reference, r, ours, taken)}" for r in unexplained_ref] +
+        [f"ours {nearest(ours, o, reference, reference_taken)}" for o in unexplained_ours])
     if reference.keypoints is not None and ours.keypoints is not None:
         # A keypoint is its heatmap's argmax: where two cells hold values within score_tol (the
         # keypoint's score, equal on both sides), either may win, a jump of a cell (box / 56 px)
@@ -118,4 +149,5 @@ def summary(n_ours, n_reference, report):
     if "mask_iou_min" in report:
         text += (f", masks differ on {100 * report['mask_pixels_off']:.3g} % of the image at most"
                  f" (IoU min {report['mask_iou_min']:.4f})")
-    return text + f"; unmatched not explained by a tie: {report['unexplained']}"
+    text += f"; unmatched not explained by a tie: {report['unexplained']}"
+    return "\n    ".join([text] + report.get("unexplained_lines", []))
