@@ -1,3 +1,6 @@
+import torch
+
+
 class Instances:
     """Detectron2's Instances: per-instance fields (tensors, Boxes, ...) of one image, all of the
     same length, read as attributes (instances.pred_boxes, instances.scores)."""
@@ -58,6 +61,34 @@ class Instances:
         out = Instances(self._image_size)
         for name, value in self._fields.items():
             out.set(name, value[item])
+        return out
+
+    @staticmethod
+    def cat(instance_lists):
+        """One Instances of every field of the given ones (same image size, same fields), in
+        order: tensors with torch.cat, lists joined, other types with their own `cat`."""
+        if not isinstance(instance_lists, (list, tuple)) or not instance_lists:
+            raise ValueError("Instances.cat takes a non-empty list of Instances")
+        if len(instance_lists) == 1:
+            return instance_lists[0]
+        image_size = instance_lists[0].image_size
+        for i in instance_lists[1:]:
+            if i.image_size != image_size:
+                raise ValueError(f"Instances.cat: image sizes {i.image_size} and {image_size} "
+                                 "differ")
+        out = Instances(image_size)
+        for name, first in instance_lists[0]._fields.items():
+            values = [i.get(name) for i in instance_lists]
+            if isinstance(first, torch.Tensor):
+                joined = torch.cat(values, dim=0)
+            elif isinstance(first, list):
+                joined = [item for value in values for item in value]
+            elif hasattr(type(first), "cat"):
+                joined = type(first).cat(values)
+            else:
+                raise ValueError(f"Instances.cat: field '{name}' of type "
+                                 f"{type(first).__name__} cannot be joined")
+            out.set(name, joined)
         return out
 
     def __len__(self):

@@ -1,0 +1,25 @@
+"""Small tensor helpers Detectron2's layers export."""
+from typing import List
+
+import torch
+
+
+def cat(tensors: List[torch.Tensor], dim: int = 0) -> torch.Tensor:
+    """torch.cat, without a copy for a single tensor."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat takes a list of tensors, got {type(tensors).__name__}")
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim)
+
+
+def nonzero_tuple(x: torch.Tensor):
+    """x.nonzero(as_tuple=True), also for a 0-d tensor."""
+    if x.dim() == 0:
+        return x.unsqueeze(0).nonzero().unbind(1)
+    return x.nonzero(as_tuple=True)
+
+
+def shapes_to_tensor(x: List[int], device=None) -> torch.Tensor:
+    """A list of ints (or 0-d tensors) as a tensor."""
+    if torch.jit.is_tracing() and all(isinstance(t, torch.Tensor) for t in x):
+        return torch.stack(x)
+    return torch.as_tensor(x, device=device)

@@ -1,0 +1,138 @@
+"""detkit.structures as Detectron2's: Boxes, BoxMode.convert, the pairwise measures, ImageList,
+Instances.cat — numbers against plain formulas written here, and the errors."""
+import math
+import sys
+
+import numpy as np
+import torch
+
+import detkit  # noqa: F401  (registers detkit's ops)
+from detkit.structures import (Boxes, BoxMode, ImageList, Instances, matched_pairwise_iou,
+                               pairwise_ioa, pairwise_iou, pairwise_point_box_distance)
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def raises(error, fn, text):
+    try:
+        fn()
+    except error as e:
+        check(text in str(e), f"{error.__name__} naming '{text}': {e}")
+        return
+    check(False, f"no {error.__name__} ('{text}')")
+
+
+def iou_by_formula(a, b):
+    out = torch.zeros(len(a), len(b), dtype=torch.float64)
+    for i, p in enumerate(a.tolist()):
+        for j, q in enumerate(b.tolist()):
+            w = min(p[2], q[2]) - max(p[0], q[0])
+            h = min(p[3], q[3]) - max(p[1], q[1])
+            inter = max(w, 0) * max(h, 0)
+            union = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter
+            out[i, j] = inter / union if inter > 0 else 0.0
+    return out
+
+
+torch.manual_seed(0)
+a = torch.rand(30, 4) * 50
+a[:, 2:] += a[:, :2]
+b = torch.cat([a[:10] + torch.rand(10, 4), torch.tensor([[5.0, 5, 5, 9], [0, 0, 0, 0]])])
+iou = pairwise_iou(Boxes(a), Boxes(b))
+worst = (iou.double() - iou_by_formula(a, b)).abs().max().item()
+print(f"pairwise_iou (detkit's box_iou kernel) vs the formula: max abs diff {worst:.3g}")
+check(worst < 1e-6, "pairwise_iou equals the formula, degenerate boxes give 0")
+grad_iou = pairwise_iou(Boxes(a.requires_grad_()), Boxes(b))  # the differentiable path
+check(torch.allclose(grad_iou, iou, atol=1e-6) and grad_iou.requires_grad,
+      "pairwise_iou with gradients gives the same values")
+a = a.detach()
+ioa = pairwise_ioa(Boxes(a), Boxes(b[:10]))
+inter = iou_by_formula(a, b[:10]) * 0  # the intersection by the formula
+for i, p in enumerate(a.tolist()):
+    for j, q in enumerate(b[:10].tolist()):
+        inter[i, j] = max(min(p[2], q[2]) - max(p[0], q[0]), 0) * max(
+            min(p[3], q[3]) - max(p[1], q[1]), 0)
+expected_ioa = inter / Boxes(b[:10]).area().double()
+worst = (ioa.double() - expected_ioa).abs().max().item()
+print(f"pairwise_ioa vs the formula: max abs diff {worst:.3g}")
+check(worst < 1e-6, "pairwise_ioa is the intersection over the second box's area")
+matched = matched_pairwise_iou(Boxes(a[:10]), Boxes(b[:10]))
+check(torch.allclose(matched.double(), iou_by_formula(a[:10], b[:10]).diagonal(), atol=1e-6),
+      "matched_pairwise_iou is the diagonal of pairwise_iou")
+raises(ValueError, lambda: matched_pairwise_iou(Boxes(a[:3]), Boxes(b[:2])), "3 and 2")
+distance = pairwise_point_box_distance(torch.tensor([[3.0, 4.0]]),
+                                       Boxes(torch.tensor([[1.0, 1.0, 10.0, 5.0]])))
+check(distance.tolist() == [[[2.0, 3.0, 7.0, 1.0]]], "point-box distances: left top right bottom")
+
+# Boxes
+boxes = Boxes([[-5.0, 2.0, 30.0, 40.0], [1.0, 1.0, 1.0, 8.0]])
+check(boxes.area().tolist() == [35.0 * 38.0, 0.0], "Boxes.area")
+check(boxes.nonempty().tolist() == [True, False], "Boxes.nonempty")
+check(boxes.inside_box((50, 50)).tolist() == [False, True], "Boxes.inside_box")
+clipped = boxes.clone()
+clipped.clip((20, 25))
+check(clipped.tensor.tolist() == [[0.0, 2.0, 25.0, 20.0], [1.0, 1.0, 1.0, 8.0]], "Boxes.clip")
+check(boxes.tensor[0, 0].item() == -5.0, "clip of a clone leaves the original")
+scaled = boxes.clone()
+scaled.scale(2.0, 0.5)
+check(scaled.tensor[0].tolist() == [-10.0, 1.0, 60.0, 20.0], "Boxes.scale")
+check(boxes.get_centers()[0].tolist() == [12.5, 21.0], "Boxes.get_centers")
+check(len(boxes[1]) == 1 and len(boxes[torch.tensor([True, False])]) == 1 and
+      len(boxes[0:2]) == 2 and len(boxes[torch.tensor([1, 0, 1])]) == 3, "Boxes indexing")
+check(len(Boxes.cat([boxes, boxes[0]])) == 3 and len(Boxes.cat([])) == 0, "Boxes.cat")
+check(Boxes(torch.empty(0)).tensor.shape == (0, 4), "empty Boxes are (0, 4)")
+raises(ValueError, lambda: Boxes(torch.zeros(3, 5)), "(N, 4)")
+raises(TypeError, lambda: Boxes.cat([boxes, torch.zeros(1, 4)]), "Boxes")
+raises(ValueError, lambda: Boxes([[0.0, 0.0, math.inf, 1.0]]).clip((5, 5)), "infinite")
+
+# BoxMode.convert
+xywh = [10.0, 20.0, 30.0, 40.0]
+check(BoxMode.convert(xywh, BoxMode.XYWH_ABS, BoxMode.XYXY_ABS) == [10.0, 20.0, 40.0, 60.0],
+      "XYWH -> XYXY on a list")
+check(BoxMode.convert(tuple(xywh), 1, 0) == (10.0, 20.0, 40.0, 60.0), "int modes, a tuple")
+array = np.array([xywh], dtype=np.float32)
+back = BoxMode.convert(BoxMode.convert(array, 1, 0), 0, 1)
+check(isinstance(back, np.ndarray) and np.array_equal(back, array) and array[0, 2] == 30.0,
+      "an array round trip, the input untouched")
+rotated = BoxMode.convert(torch.tensor([[50.0, 50.0, 20.0, 10.0, 90.0]]), BoxMode.XYWHA_ABS,
+                          BoxMode.XYXY_ABS)
+check(torch.allclose(rotated, torch.tensor([[45.0, 40.0, 55.0, 60.0]]), atol=1e-5),
+      "XYWHA at 90 degrees -> the upright rectangle")
+check(BoxMode.convert(xywh, 1, 4) == [25.0, 40.0, 30.0, 40.0, 0.0], "XYWH -> XYWHA")
+raises(NotImplementedError, lambda: BoxMode.convert(xywh, 2, 0), "relative")
+raises(ValueError, lambda: BoxMode.convert([1.0, 2.0, 3.0], 1, 0), "3 elements")
+
+# ImageList
+images = [torch.ones(3, 10, 7), torch.full((3, 5, 12), 2.0)]
+batch = ImageList.from_tensors(images, size_divisibility=4, pad_value=-1.0)
+check(batch.tensor.shape == (2, 3, 12, 12) and batch.image_sizes == [(10, 7), (5, 12)],
+      "from_tensors pads to the largest sides rounded up to 4")
+check(torch.equal(batch[1], images[1]) and batch.tensor[0, 0, 11, 11].item() == -1.0,
+      "image i without its padding; padding is pad_value")
+square = ImageList.from_tensors(images, padding_constraints={"square_size": 16})
+check(square.tensor.shape == (2, 3, 16, 16), "padding_constraints square_size")
+single = ImageList.from_tensors([torch.ones(2, 3)], 4)
+check(single.tensor.shape == (1, 4, 4), "one HW image padded")
+raises(ValueError, lambda: ImageList.from_tensors([torch.ones(3, 4, 4), torch.ones(1, 4, 4)]),
+       "differ before their last two sides")
+raises(ValueError, lambda: ImageList.from_tensors([]), "at least one")
+
+# Instances.cat
+one = Instances((20, 30), boxes=Boxes(a[:2]), scores=torch.tensor([0.5, 0.7]), names=["x", "y"])
+two = Instances((20, 30), boxes=Boxes(a[2:3]), scores=torch.tensor([0.1]), names=["z"])
+joined = Instances.cat([one, two])
+check(len(joined) == 3 and joined.names == ["x", "y", "z"] and
+      torch.equal(joined.boxes.tensor, a[:3]), "Instances.cat joins tensors, Boxes and lists")
+raises(ValueError, lambda: Instances.cat([one, Instances((5, 5), scores=torch.ones(1),
+                                                         boxes=Boxes(a[:1]), names=["q"])]),
+       "image sizes")
+
+if failures:
+    sys.exit(f"{len(failures)} checks failed")
+print("OK")
