@@ -7,8 +7,10 @@ import numpy as np
 import torch
 
 import detkit  # noqa: F401  (registers detkit's ops)
-from detkit.structures import (Boxes, BoxMode, ImageList, Instances, matched_pairwise_iou,
-                               pairwise_ioa, pairwise_iou, pairwise_point_box_distance)
+from detkit.structures import (BitMasks, Boxes, BoxMode, ImageList, Instances, PolygonMasks,
+                               ROIMasks, matched_pairwise_iou, pairwise_ioa, pairwise_iou,
+                               pairwise_point_box_distance, polygons_to_bitmask)
+from detkit.structures.masks import rasterize_polygons_within_box
 
 failures = []
 
@@ -132,6 +134,52 @@ check(len(joined) == 3 and joined.names == ["x", "y", "z"] and
 raises(ValueError, lambda: Instances.cat([one, Instances((5, 5), scores=torch.ones(1),
                                                          boxes=Boxes(a[:1]), names=["q"])]),
        "image sizes")
+
+# Masks (detkit's rasteriser, equal to pycocotools' in tests/structures): a rectangle's pixels,
+# the boxes of masks both ways, the areas by the shoelace formula, cropping both ways.
+rectangle = np.array([1.0, 0.0, 4.0, 0.0, 4.0, 4.0, 1.0, 4.0])
+bitmask = polygons_to_bitmask([rectangle], 5, 6)
+expected = np.zeros((5, 6), dtype=bool)
+expected[0:4, 1:4] = True
+check(bitmask.dtype == bool and np.array_equal(bitmask, expected),
+      "polygons_to_bitmask: a rectangle covers its pixels as pycocotools rasterises it")
+check(polygons_to_bitmask([], 3, 4).shape == (3, 4), "no polygon: an empty mask")
+triangle = [0.0, 0.0, 8.0, 0.0, 0.0, 6.0]
+polygons = PolygonMasks([[rectangle], [triangle, rectangle + 10]])
+check(torch.allclose(polygons.area(), torch.tensor([12.0, 24.0 + 12.0])), "PolygonMasks.area")
+check(polygons.get_bounding_boxes().tensor.tolist() == [[1, 0, 4, 4], [0, 0, 14, 14]],
+      "PolygonMasks.get_bounding_boxes spans every point")
+bits = BitMasks.from_polygon_masks(polygons, 20, 20)
+check(bits.tensor.shape == (2, 20, 20) and bits.area().tolist() == [12, int(bits.tensor[1].sum())],
+      "BitMasks.from_polygon_masks")
+check(bits.get_bounding_boxes().tensor[0].tolist() == [1.0, 0.0, 4.0, 4.0],
+      "BitMasks.get_bounding_boxes: [x_min, y_min, x_max + 1, y_max + 1]")
+check(BitMasks(torch.zeros(1, 4, 4)).get_bounding_boxes().tensor.tolist() == [[0, 0, 0, 0]],
+      "an empty bitmask's box is zeros")
+check(BitMasks.from_polygon_masks([], 7, 9).tensor.shape == (0, 7, 9), "no polygon masks")
+crop_boxes = torch.tensor([[0.0, 0.0, 6.0, 6.0], [0.0, 0.0, 16.0, 16.0]])
+from_polygons = polygons.crop_and_resize(crop_boxes, 12)
+from_bits = bits.crop_and_resize(crop_boxes, 12)
+agree = (from_polygons == from_bits).float().mean().item()
+print(f"crop_and_resize from polygons vs from bitmasks: {100 * agree:.1f} % of cells agree")
+check(from_polygons.shape == (2, 12, 12) and agree > 0.9, "crop_and_resize both ways agree")
+check(torch.equal(rasterize_polygons_within_box([rectangle], np.array([0.0, 0.0, 6.0, 6.0]), 12),
+                  from_polygons[0]), "rasterize_polygons_within_box is one instance's crop")
+check(len(polygons[0]) == 1 and len(polygons[[1, 0, 1]]) == 3 and
+      len(polygons[torch.tensor([False, True])]) == 1 and len(polygons[0:2]) == 2,
+      "PolygonMasks indexing")
+check(len(PolygonMasks.cat([polygons, polygons[1]])) == 3 and
+      len(BitMasks.cat([bits, bits[0]])) == 3, "PolygonMasks.cat and BitMasks.cat")
+raises(ValueError, lambda: PolygonMasks([[[1.0, 2.0, 3.0]]]), "instance 0")
+raises(ValueError, lambda: BitMasks(torch.zeros(4, 4)), "(N, H, W)")
+raises(IndexError, lambda: polygons[torch.tensor([True])], "bool index")
+raises(ValueError, lambda: polygons.crop_and_resize(crop_boxes[:1], 12), "1 boxes for 2")
+raises(detkit.Error, lambda: detkit._C.polygon_masks_crop_and_resize(
+    [[rectangle.tolist()]], torch.zeros(1, 3), 4), "PolygonMasks.crop_and_resize")
+probabilities = torch.rand(2, 14, 14)
+pasted = ROIMasks(probabilities).to_bitmasks(crop_boxes, 20, 20)
+check(torch.equal(pasted.tensor, torch.ops.detkit.paste_masks_in_image(
+    probabilities, crop_boxes, 20, 20, 0.5)), "ROIMasks.to_bitmasks pastes at the boxes")
 
 if failures:
     sys.exit(f"{len(failures)} checks failed")

@@ -4,6 +4,8 @@ from .boxes import (Boxes, matched_pairwise_iou, pairwise_intersection, pairwise
 from .boxes_mode import BoxMode
 from .image_list import ImageList
 from .instances import Instances
+from .masks import BitMasks, PolygonMasks, ROIMasks, polygons_to_bitmask
 
-__all__ = ["Boxes", "BoxMode", "ImageList", "Instances", "matched_pairwise_iou",
+__all__ = ["BitMasks", "Boxes", "BoxMode", "ImageList", "Instances", "PolygonMasks", "ROIMasks",
+           "polygons_to_bitmask", "matched_pairwise_iou",
            "pairwise_intersection", "pairwise_ioa", "pairwise_iou", "pairwise_point_box_distance"]
