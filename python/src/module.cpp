@@ -20,6 +20,7 @@ PYBIND11_MODULE(_C, m) {
         "OpenMP threads");
   detkit::python::bind_comm(m);
   detkit::python::bind_config(m);
+  detkit::python::bind_keypoints(m);
   detkit::python::bind_masks(m);
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);
