@@ -5,7 +5,8 @@ import sys
 import torch
 
 import detkit  # noqa: F401  (registers detkit's ops)
-from detkit.layers import (ROIAlign, ShapeSpec, batched_nms, cat, ciou_loss, diou_loss,
+from detkit.layers import (Conv2d, DeformConv, FrozenBatchNorm2d, ModulatedDeformConv, ROIAlign,
+                           ShapeSpec, batched_nms, cat, ciou_loss, diou_loss, get_norm,
                            giou_loss, nms, nonzero_tuple, paste_masks_in_image, roi_align,
                            smooth_l1_loss)
 from detkit.utils.testing import random_boxes
@@ -112,6 +113,66 @@ check(ShapeSpec(channels=256, stride=4).channels == 256, "ShapeSpec")
 check(cat([x]) is x and cat([x, y]).shape == (8,), "cat")
 check([t.tolist() for t in nonzero_tuple(torch.tensor([0, 3, 0, 1]))] == [[1, 3]],
       "nonzero_tuple")
+
+# Deformable convolutions against torchvision.ops.deform_conv2d, forward and gradients.
+x = torch.rand(2, 4, 9, 11, dtype=torch.float64, requires_grad=True)
+v1 = DeformConv(4, 6, kernel_size=3, stride=2, padding=1, groups=2, deformable_groups=2).double()
+v2 = ModulatedDeformConv(4, 6, 3, padding=2, dilation=2, deformable_groups=1).double()
+for name, module, offset_groups, mask_on in (("DeformConv", v1, 2, False),
+                                             ("ModulatedDeformConv", v2, 1, True)):
+    height, width = (5, 6) if module is v1 else (9, 11)
+    offset = (torch.randn(2, 2 * offset_groups * 9, height, width, dtype=torch.float64) * 2
+              ).requires_grad_()
+    mask = torch.rand(2, offset_groups * 9, height, width, dtype=torch.float64) if mask_on else None
+    ours = module(x, offset, mask) if mask_on else module(x, offset)
+    reference = tv.deform_conv2d(x, offset, module.weight, module.bias,
+                                 stride=module.stride, padding=module.padding,
+                                 dilation=module.dilation, mask=mask)
+    weights = torch.rand_like(ours)
+    grads = torch.autograd.grad((ours * weights).sum(), [x, offset, module.weight])
+    grads_ref = torch.autograd.grad((reference * weights).sum(), [x, offset, module.weight])
+    worst = (ours - reference).abs().max().item()
+    worst_grad = max((a - b).abs().max().item() for a, b in zip(grads, grads_ref))
+    print(f"{name} vs torchvision's deform_conv2d: max abs diff {worst:.3g}, gradients "
+          f"(input, offset, weight) {worst_grad:.3g}")
+    check(worst < 1e-10 and worst_grad < 1e-10, f"{name} and its gradients equal torchvision's")
+check(v1(x[:0], torch.zeros(0, 36, 5, 6, dtype=torch.float64)).shape == (0, 6, 5, 6),
+      "DeformConv of an empty batch")
+raises(RuntimeError, lambda: v1(x, torch.zeros(2, 18, 5, 6, dtype=torch.float64)),
+       "the offset has 18 channels; 36 expected")
+raises(RuntimeError, lambda: v2(x, torch.zeros(2, 18, 9, 11, dtype=torch.float64),
+                                torch.zeros(2, 18, 9, 11, dtype=torch.float64)),
+       "the mask has 18 channels; 9 expected")
+raises(ValueError, lambda: DeformConv(3, 4, 3, groups=2), "divisible by groups")
+check(repr(DeformConv(3, 10, kernel_size=3, padding=1, deformable_groups=2)) ==
+      "DeformConv(in_channels=3, out_channels=10, kernel_size=(3, 3), stride=(1, 1), "
+      "padding=(1, 1), dilation=(1, 1), groups=1, deformable_groups=2, bias=False)",
+      "DeformConv's repr as Detectron2's")
+
+# FrozenBatchNorm2d: torch's BatchNorm2d in eval mode, with and without gradients; conversion.
+bn = torch.nn.BatchNorm2d(5)
+bn.running_mean.uniform_(-1, 1)
+bn.running_var.uniform_(0.5, 2)
+bn.weight.data.uniform_(0.5, 1.5)
+bn.bias.data.uniform_(-1, 1)
+bn.eval()
+x = torch.randn(2, 5, 4, 4)
+frozen = FrozenBatchNorm2d.convert_frozen_batchnorm(torch.nn.Sequential(bn))[0]
+with_grad = frozen(x.clone().requires_grad_())
+worst = max((frozen(x) - bn(x)).abs().max().item(), (with_grad - bn(x)).abs().max().item())
+print(f"FrozenBatchNorm2d vs BatchNorm2d in eval mode: max abs diff {worst:.3g}")
+check(isinstance(frozen, FrozenBatchNorm2d) and worst < 1e-5,
+      "convert_frozen_batchnorm keeps BatchNorm2d's eval output, with and without gradients")
+with_grad.sum().backward()
+check(not any(p.requires_grad for p in frozen.buffers()), "no gradient to the frozen buffers")
+check(isinstance(get_norm("FrozenBN", 8), FrozenBatchNorm2d) and get_norm("", 8) is None and
+      get_norm("GN", 64).num_groups == 32 and isinstance(get_norm("BN", 8), torch.nn.BatchNorm2d),
+      "get_norm by its config names")
+raises(KeyError, lambda: get_norm("XN", 8), "unknown norm 'XN'")
+conv = Conv2d(5, 3, 3, padding=1, bias=False, norm=get_norm("FrozenBN", 3),
+              activation=torch.nn.functional.relu)
+expected = torch.relu(conv.norm(torch.nn.functional.conv2d(x, conv.weight, padding=1)))
+check(torch.equal(conv(x), expected), "Conv2d applies its norm and activation after the conv")
 
 if failures:
     sys.exit(f"{len(failures)} checks failed")

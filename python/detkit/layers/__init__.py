@@ -1,12 +1,16 @@
 """detkit.layers: Detectron2's layers (detectron2.layers) with its names. The ops are detkit's own
 kernels, registered as torch ops (torch.ops.detkit.*) by `import detkit`, with their autograd."""
+from .batch_norm import FrozenBatchNorm2d, LayerNorm, get_norm
+from .conv import Conv2d
 from .shape_spec import ShapeSpec
 from .wrappers import cat, nonzero_tuple, shapes_to_tensor
 from .nms import batched_nms, nms
 from .roi_align import ROIAlign, roi_align
+from .deform_conv import DeformConv, ModulatedDeformConv
 from .mask_ops import paste_masks_in_image
 from .losses import ciou_loss, diou_loss, giou_loss, smooth_l1_loss
 
-__all__ = ["ShapeSpec", "cat", "nonzero_tuple", "shapes_to_tensor", "batched_nms", "nms",
-           "ROIAlign", "roi_align", "paste_masks_in_image", "ciou_loss", "diou_loss",
-           "giou_loss", "smooth_l1_loss"]
+__all__ = ["Conv2d", "DeformConv", "FrozenBatchNorm2d", "LayerNorm", "ModulatedDeformConv",
+           "ROIAlign", "ShapeSpec", "batched_nms", "cat", "ciou_loss", "diou_loss", "get_norm",
+           "giou_loss", "nms", "nonzero_tuple", "paste_masks_in_image", "roi_align",
+           "shapes_to_tensor", "smooth_l1_loss"]
