@@ -126,6 +126,17 @@ raises(ValueError, lambda: ImageList.from_tensors([torch.ones(3, 4, 4), torch.on
        "differ before their last two sides")
 raises(ValueError, lambda: ImageList.from_tensors([]), "at least one")
 
+
+def padded(images):
+    batch = ImageList.from_tensors(images, 8)
+    return batch.tensor, batch.image_sizes
+
+
+traced = torch.jit.trace(padded, ([torch.ones(3, 9, 9), torch.ones(3, 4, 12)],))
+traced_tensor, traced_sizes = traced([torch.ones(3, 17, 5), torch.ones(3, 3, 3)])
+check(traced_tensor.shape == (2, 3, 24, 8) and traced_sizes[0].tolist() == [17, 5],
+      "a traced from_tensors pads other sizes (nothing hard-coded in the trace)")
+
 # Instances.cat
 one = Instances((20, 30), boxes=Boxes(a[:2]), scores=torch.tensor([0.5, 0.7]), names=["x", "y"])
 two = Instances((20, 30), boxes=Boxes(a[2:3]), scores=torch.tensor([0.1]), names=["z"])

@@ -38,6 +38,10 @@ class ImageList:
         `square_size` to pad to a square of that side)."""
         if len(tensors) == 0:
             raise ValueError("ImageList.from_tensors needs at least one tensor")
+        if not torch.jit.is_scripting():
+            if torch.jit.is_tracing():
+                return _from_tensors_traced(tensors, size_divisibility, pad_value,
+                                            padding_constraints)
         image_sizes: List[Tuple[int, int]] = []
         max_size = [0, 0]
         for t in tensors:
@@ -69,3 +73,29 @@ class ImageList:
             for i, image in enumerate(tensors):
                 batched[i, ..., :image.shape[-2], :image.shape[-1]].copy_(image)
         return ImageList(batched.contiguous(), image_sizes)
+
+
+def _from_tensors_traced(tensors, size_divisibility, pad_value, padding_constraints):
+    """from_tensors under torch.jit.trace: the sizes as traced tensors (sizes read off a tensor
+    are tensors while tracing), so that the trace pads inputs of other sizes correctly; the
+    image sizes are returned as (2,) tensors."""
+    from ..layers.wrappers import shapes_to_tensor
+    sizes = [shapes_to_tensor([t.shape[-2], t.shape[-1]]) for t in tensors]
+    max_size = torch.stack(sizes).max(0).values
+    if padding_constraints is not None:
+        square = int(padding_constraints.get("square_size", 0))
+        if square > 0:
+            max_size = torch.tensor([square, square])
+        size_divisibility = padding_constraints.get("size_divisibility", size_divisibility)
+    if size_divisibility > 1:
+        stride = size_divisibility
+        max_size = (max_size + (stride - 1)).div(stride, rounding_mode="floor") * stride
+    if len(tensors) == 1:
+        padding = [0, max_size[-1] - sizes[0][1], 0, max_size[-2] - sizes[0][0]]
+        batched = F.pad(tensors[0], padding, value=pad_value).unsqueeze_(0)
+    else:
+        shape = [len(tensors)] + list(tensors[0].shape[:-2]) + [max_size[0], max_size[1]]
+        batched = tensors[0].new_full(shape, pad_value)
+        for i, image in enumerate(tensors):
+            batched[i, ..., :image.shape[-2], :image.shape[-1]].copy_(image)
+    return ImageList(batched.contiguous(), sizes)
