@@ -279,10 +279,10 @@ std::string voc_result_table(const VocResult& result) {
   out += fmt::format("| {:6.3f} | {:6.3f} | {:6.3f} |\n", result.AP, result.AP50, result.AP75);
   size_t width = 8;
   for (const auto& name : result.class_names) width = std::max(width, name.size());
-  out += fmt::format("Per-class AP:\n| {:<{}} | AP50   | AP75   |\n|:{}|:-------|:-------|\n",
+  out += fmt::format("Per-class AP:\n| {:<{}} | AP50    | AP75    |\n|:{}|:--------|:--------|\n",
                      "class", width, std::string(width + 1, '-'));
   for (size_t c = 0; c < result.class_names.size(); ++c)
-    out += fmt::format("| {:<{}} | {:<6.3f} | {:<6.3f} |\n", result.class_names[c], width,
+    out += fmt::format("| {:<{}} | {:<7.3f} | {:<7.3f} |\n", result.class_names[c], width,
                        result.ap[c][0], result.ap[c][5]);
   return out;
 }
