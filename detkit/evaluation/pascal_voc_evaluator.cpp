@@ -13,7 +13,7 @@ namespace detkit::evaluation {
 
 namespace {
 
-std::string join_lines(const std::vector<std::string>& lines) {
+std::string voc_join_lines(const std::vector<std::string>& lines) {
   std::string text;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i) text += '\n';
@@ -101,7 +101,7 @@ std::map<std::string, CocoEvalReport> PascalVOCDetectionEvaluator::evaluate() {
       options_.output_dir.empty() ? "" : options_.output_dir + "/pascal_voc_results";
   if (!results_dir.empty()) std::filesystem::create_directories(results_dir);
   for (size_t c = 0; c < all.size(); ++c) {
-    const std::string text = join_lines(all[c]);
+    const std::string text = voc_join_lines(all[c]);
     const std::string source = options_.class_names[c] + ".txt";
     if (!results_dir.empty()) atomic_write(results_dir + "/" + source, text);
     detections.push_back(parse_voc_detections(text, source, gt));

@@ -24,18 +24,18 @@ namespace {
 using detkit::testing::AsRank;
 using detkit::testing::PlayedRank;
 
-const std::string kVocFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/voc_eval/";
+const std::string kVocEvaluatorFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/voc_eval/";
 
-struct FixtureDetections {
+struct VocFixtureDetections {
   std::vector<std::string> stems;                          // the split, in order
   std::map<std::string, structures::Instances> per_image;  // model outputs by stem
   std::vector<std::vector<std::string>> lines;             // the files' lines per class
 };
 
 // The results folder as model outputs: box [xmin - 1, ymin - 1, xmax, ymax] in float32.
-FixtureDetections read_fixture(const std::string& results_dir) {
-  FixtureDetections f;
-  f.stems = data::read_voc_image_set(kVocFixtures + "VOC2007/ImageSets/Main/test.txt");
+VocFixtureDetections read_voc_fixture(const std::string& results_dir) {
+  VocFixtureDetections f;
+  f.stems = data::read_voc_image_set(kVocEvaluatorFixtures + "VOC2007/ImageSets/Main/test.txt");
   std::map<std::string, std::vector<float>> boxes, scores;
   std::map<std::string, std::vector<int64_t>> classes;
   const auto& names = data::voc_class_names();
@@ -64,10 +64,10 @@ FixtureDetections read_fixture(const std::string& results_dir) {
   return f;
 }
 
-PascalVOCEvaluatorOptions options_for(int year, const std::vector<std::string>& stems) {
+PascalVOCEvaluatorOptions voc_options_for(int year, const std::vector<std::string>& stems) {
   PascalVOCEvaluatorOptions o;
   o.dataset_name = "voc_fixture";
-  o.dirname = kVocFixtures + "VOC2007";
+  o.dirname = kVocEvaluatorFixtures + "VOC2007";
   o.split = "test";
   o.year = year;
   o.class_names = data::voc_class_names();
@@ -75,8 +75,8 @@ PascalVOCEvaluatorOptions options_for(int year, const std::vector<std::string>& 
   return o;
 }
 
-void expect_detectron2s(const std::map<std::string, CocoEvalReport>& reports,
-                        const nlohmann::json& expected, double& largest) {
+void expect_voc_detectron2s(const std::map<std::string, CocoEvalReport>& reports,
+                            const nlohmann::json& expected, double& largest) {
   ASSERT_EQ(reports.size(), 1u);
   const auto& results = reports.at("bbox").results;
   ASSERT_EQ(results.size(), 3u);
@@ -88,15 +88,17 @@ void expect_detectron2s(const std::map<std::string, CocoEvalReport>& reports,
 }
 
 TEST(PascalVOCDetectionEvaluator, ModelOutputsGiveDetectron2sLinesAndNumbers) {
-  if (!std::filesystem::exists(kVocFixtures + "expected_s1.json"))
-    GTEST_SKIP() << "shared fixtures absent: " << kVocFixtures;
-  const auto expected = nlohmann::json::parse(std::ifstream(kVocFixtures + "expected_s1.json"));
+  if (!std::filesystem::exists(kVocEvaluatorFixtures + "expected_s1.json"))
+    GTEST_SKIP() << "shared fixtures absent: " << kVocEvaluatorFixtures;
+  const auto expected =
+      nlohmann::json::parse(std::ifstream(kVocEvaluatorFixtures + "expected_s1.json"));
   double largest = 0;
   for (const auto& c : expected["cases"]) {
-    const FixtureDetections f = read_fixture(kVocFixtures + c["results_dir"].get<std::string>());
+    const VocFixtureDetections f =
+        read_voc_fixture(kVocEvaluatorFixtures + c["results_dir"].get<std::string>());
     for (const auto& [year, metric] :
          {std::pair{2007, "voc2007_11point"}, std::pair{2012, "area"}}) {
-      PascalVOCDetectionEvaluator evaluator(options_for(year, f.stems));
+      PascalVOCDetectionEvaluator evaluator(voc_options_for(year, f.stems));
       for (const auto& stem : f.stems) evaluator.process(stem, f.per_image.at(stem));
       for (int k = 0; k < 20; ++k) {
         auto got = evaluator.lines(k), want = f.lines[k];
@@ -104,44 +106,46 @@ TEST(PascalVOCDetectionEvaluator, ModelOutputsGiveDetectron2sLinesAndNumbers) {
         std::sort(want.begin(), want.end());
         EXPECT_EQ(got, want) << data::voc_class_names()[k];
       }
-      expect_detectron2s(evaluator.evaluate(), c["detectron2_pascal_voc_evaluator"][metric]["bbox"],
-                         largest);
+      expect_voc_detectron2s(evaluator.evaluate(),
+                             c["detectron2_pascal_voc_evaluator"][metric]["bbox"], largest);
     }
   }
   std::printf("PascalVOCDetectionEvaluator vs Detectron2: largest difference %.3g\n", largest);
 }
 
 TEST(PascalVOCDetectionEvaluator, TwoRanksGatherToRankZero) {
-  if (!std::filesystem::exists(kVocFixtures + "expected_s1.json"))
-    GTEST_SKIP() << "shared fixtures absent: " << kVocFixtures;
-  const auto expected = nlohmann::json::parse(std::ifstream(kVocFixtures + "expected_s1.json"));
+  if (!std::filesystem::exists(kVocEvaluatorFixtures + "expected_s1.json"))
+    GTEST_SKIP() << "shared fixtures absent: " << kVocEvaluatorFixtures;
+  const auto expected =
+      nlohmann::json::parse(std::ifstream(kVocEvaluatorFixtures + "expected_s1.json"));
   const auto& c = expected["cases"][1];
-  const FixtureDetections f = read_fixture(kVocFixtures + c["results_dir"].get<std::string>());
+  const VocFixtureDetections f =
+      read_voc_fixture(kVocEvaluatorFixtures + c["results_dir"].get<std::string>());
   const size_t half = f.stems.size() / 2;
   auto rank1 = std::make_shared<PlayedRank>(1, std::deque<at::Tensor>{});
   {
     AsRank as(rank1);
-    PascalVOCDetectionEvaluator evaluator(options_for(2012, f.stems));
+    PascalVOCDetectionEvaluator evaluator(voc_options_for(2012, f.stems));
     for (size_t i = half; i < f.stems.size(); ++i)
       evaluator.process(f.stems[i], f.per_image.at(f.stems[i]));
     EXPECT_TRUE(evaluator.evaluate().empty());  // only rank 0 reports
   }
   auto rank0 = std::make_shared<PlayedRank>(0, rank1->sent);
   AsRank as(rank0);
-  PascalVOCDetectionEvaluator evaluator(options_for(2012, f.stems));
+  PascalVOCDetectionEvaluator evaluator(voc_options_for(2012, f.stems));
   for (size_t i = 0; i < half; ++i) evaluator.process(f.stems[i], f.per_image.at(f.stems[i]));
   double largest = 0;
-  expect_detectron2s(evaluator.evaluate(), c["detectron2_pascal_voc_evaluator"]["area"]["bbox"],
-                     largest);
+  expect_voc_detectron2s(evaluator.evaluate(), c["detectron2_pascal_voc_evaluator"]["area"]["bbox"],
+                         largest);
   std::printf("two ranks vs Detectron2: largest difference %.3g\n", largest);
 }
 
 TEST(PascalVOCDetectionEvaluator, RefusesBadSettingsAndClasses) {
   using detkit::testing::error_of;
   using detkit::testing::expect_contains;
-  expect_contains(error_of([] { PascalVOCDetectionEvaluator e(options_for(2010, {"a"})); }),
+  expect_contains(error_of([] { PascalVOCDetectionEvaluator e(voc_options_for(2010, {"a"})); }),
                   "dataset 'voc_fixture' has year 2010 (2007 or 2012)");
-  PascalVOCDetectionEvaluator evaluator(options_for(2007, {"a"}));
+  PascalVOCDetectionEvaluator evaluator(voc_options_for(2007, {"a"}));
   structures::Instances out(10, 10);
   out.set("pred_boxes", structures::Boxes(at::zeros({1, 4})));
   out.set("scores", at::ones({1}));

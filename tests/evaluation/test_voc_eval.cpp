@@ -22,8 +22,8 @@ using detkit::testing::expect_contains;
 const std::string kVocFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/voc_eval/";
 
 // The detections of every class of a results folder (<class>.txt).
-std::vector<std::vector<VocDetection>> read_results(const std::string& dir,
-                                                    const VocGroundTruth& gt) {
+std::vector<std::vector<VocDetection>> read_voc_results(const std::string& dir,
+                                                        const VocGroundTruth& gt) {
   std::vector<std::vector<VocDetection>> out;
   for (const auto& name : data::voc_class_names()) {
     const std::string file = dir + "/" + name + ".txt";
@@ -47,7 +47,8 @@ TEST(VocEvalFixtures, EveryNumberEqualsDetectron2s) {
   double largest = 0;
   int compared = 0;
   for (const auto& c : expected["cases"]) {
-    const auto detections = read_results(kVocFixtures + c["results_dir"].get<std::string>(), gt);
+    const auto detections =
+        read_voc_results(kVocFixtures + c["results_dir"].get<std::string>(), gt);
     size_t total = 0;
     for (size_t k = 0; k < names.size(); ++k) {
       EXPECT_EQ(detections[k].size(), c["n_detections_per_class"][names[k]].get<size_t>())
@@ -82,7 +83,7 @@ TEST(VocEvalFixtures, EveryNumberEqualsDetectron2s) {
   std::printf("voc_eval vs Detectron2: %d numbers, largest difference %.3g\n", compared, largest);
 }
 
-VocGroundTruth one_image(std::vector<VocGtObject> objects) {
+VocGroundTruth voc_one_image(std::vector<VocGtObject> objects) {
   VocGroundTruth gt;
   gt.add_image("img", std::move(objects), "test");
   return gt;
@@ -100,7 +101,7 @@ TEST(VocAp, ElevenPointAndAreaOfAKnownCurve) {
 
 TEST(VocEval, MatchNeedsIouAboveTheThreshold) {
   // GT 1..10 (10 px wide with VOC's +1); the detection 1..10 x 1..5 covers half: IoU 0.5.
-  const VocGroundTruth gt = one_image({{"dog", false, {1, 1, 10, 10}}});
+  const VocGroundTruth gt = voc_one_image({{"dog", false, {1, 1, 10, 10}}});
   const std::vector<VocDetection> det = {{0, 0.9, {1, 1, 10, 5}}};
   EXPECT_EQ(voc_eval(gt, "dog", det, 0.5, false).ap, 0.0);  // 0.5 is not > 0.5
   EXPECT_EQ(voc_eval(gt, "dog", det, 0.45, false).ap, 1.0);
@@ -109,7 +110,7 @@ TEST(VocEval, MatchNeedsIouAboveTheThreshold) {
 
 TEST(VocEval, DuplicatesAreFalsePositivesAndDifficultObjectsAreIgnored) {
   const VocGroundTruth gt =
-      one_image({{"dog", false, {1, 1, 10, 10}}, {"dog", true, {101, 101, 110, 110}}});
+      voc_one_image({{"dog", false, {1, 1, 10, 10}}, {"dog", true, {101, 101, 110, 110}}});
   const std::vector<VocDetection> dets = {
       {0, 0.9, {1, 1, 10, 10}}, {0, 0.8, {1, 1, 10, 10}}, {0, 0.95, {101, 101, 110, 110}}};
   const VocCurve curve = voc_eval(gt, "dog", dets, 0.5, false);
@@ -121,7 +122,7 @@ TEST(VocEval, DuplicatesAreFalsePositivesAndDifficultObjectsAreIgnored) {
 }
 
 TEST(VocEval, NoObjectButDetectionsGivesNanUnderTheAreaMetric) {
-  const VocGroundTruth gt = one_image({{"dog", true, {1, 1, 10, 10}}});
+  const VocGroundTruth gt = voc_one_image({{"dog", true, {1, 1, 10, 10}}});
   const std::vector<VocDetection> det = {{0, 0.9, {1, 1, 10, 10}}};
   EXPECT_TRUE(std::isnan(voc_eval(gt, "dog", det, 0.5, false).ap));
   EXPECT_EQ(voc_eval(gt, "dog", det, 0.5, true).ap, 0.0);
@@ -140,7 +141,7 @@ TEST(VocDetectionLine, FormatsAsDetectron2) {
 }
 
 TEST(VocDetections, BadLinesNameTheFileAndLine) {
-  const VocGroundTruth gt = one_image({});
+  const VocGroundTruth gt = voc_one_image({});
   EXPECT_EQ(parse_voc_detections("", "dog.txt", gt).size(), 0u);
   EXPECT_EQ(parse_voc_detections("img 0.5 1 2 3 4\nimg 0.25 1 2 3 4", "dog.txt", gt).size(), 2u);
   expect_contains(

@@ -16,7 +16,7 @@ namespace {
 using detkit::testing::error_of;
 using detkit::testing::expect_contains;
 
-const std::string kVocFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/voc_eval/";
+const std::string kVocCatalogFixtures = std::string(DETKIT_SHARED_DIR) + "/fixtures/voc_eval/";
 
 TEST(PascalVocCatalog, BuiltinNamesAsDetectron2) {
   const DatasetCatalog catalog;
@@ -69,9 +69,9 @@ TEST(PascalVocCatalog, RegisterFromStringAndItsErrors) {
 }
 
 TEST(PascalVocCatalog, LoadsARegisteredFolder) {
-  if (!std::filesystem::exists(kVocFixtures + "VOC2007"))
-    GTEST_SKIP() << "shared fixtures absent: " << kVocFixtures;
-  register_pascal_voc("voc_catalog_fixture", kVocFixtures + "VOC2007", "test", 2007);
+  if (!std::filesystem::exists(kVocCatalogFixtures + "VOC2007"))
+    GTEST_SKIP() << "shared fixtures absent: " << kVocCatalogFixtures;
+  register_pascal_voc("voc_catalog_fixture", kVocCatalogFixtures + "VOC2007", "test", 2007);
   const CocoDataset all = load_dataset("voc_catalog_fixture");
   EXPECT_EQ(all.num_images(), 80u);
   EXPECT_EQ(all.num_annotations(), 425u);
