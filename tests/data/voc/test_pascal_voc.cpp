@@ -9,6 +9,7 @@
 
 #include "detkit/data/voc/pascal_voc.h"
 #include "tests/support/error_of.h"
+#include "tests/support/temp_dir.h"
 
 namespace detkit::data {
 namespace {
@@ -32,10 +33,12 @@ std::string object_xml(const std::string& name, const std::string& box, int diff
 
 const char* kBox = "<xmin>11</xmin><ymin>33</ymin><xmax>70</xmax><ymax>202</ymax>";
 
-// A VOC folder in a fresh temp dir: split "test" of the stems, each with `annotation`.
+// A VOC folder of its own in this process's temp dir: the split "test" (`split_text`) and an
+// annotation file per stem.
 fs::path make_voc(const std::string& test_name, const std::string& split_text,
                   const std::map<std::string, std::string>& annotations) {
-  const fs::path dir = fs::temp_directory_path() / ("detkit_voc_" + test_name);
+  static const detkit::testing::TempDir root("pascal_voc_test");
+  const fs::path dir = root.path(test_name);
   fs::remove_all(dir);
   write(dir / "ImageSets/Main/test.txt", split_text);
   for (const auto& [stem, xml] : annotations) write(dir / "Annotations" / (stem + ".xml"), xml);
