@@ -1,7 +1,8 @@
 # The fuzz harnesses, for both builds: each one's detkit sources (for the libFuzzer build,
 # which compiles them with clang and the sanitizers), libraries, and the shared seed files
 # its replay test runs besides fuzz/corpus/<name> and fuzz/regressions/<name>.
-set(DETKIT_FUZZ_HARNESSES coco_json results_json yaml_config python_expression rle polygon zip image weights)
+set(DETKIT_FUZZ_HARNESSES coco_json results_json yaml_config python_expression rle polygon zip image weights
+    voc_xml)
 # Harnesses whose sources need libtorch (c10::IValue, tensors): their libFuzzer build links it.
 set(DETKIT_FUZZ_TORCH_HARNESSES weights)
 
@@ -27,6 +28,8 @@ set(DETKIT_FUZZ_SOURCES_weights ${_utils}
     detkit/checkpoint/torch_file.cpp detkit/checkpoint/unpickler.cpp detkit/checkpoint/pickler.cpp
     detkit/checkpoint/zip_archive.cpp detkit/checkpoint/zip_writer.cpp
     detkit/checkpoint/numpy_array.cpp)
+set(DETKIT_FUZZ_SOURCES_voc_xml ${_utils} detkit/structures/mask_ops.cpp
+    detkit/data/coco/coco_dataset.cpp detkit/data/voc/voc_xml.cpp detkit/data/voc/pascal_voc.cpp)
 set(DETKIT_FUZZ_SOURCES_image ${_utils} detkit/data/image/image_io.cpp
     detkit/data/image/image_header_size.cpp
     detkit/data/image/jpeg_decode.cpp)
@@ -40,6 +43,7 @@ set(DETKIT_FUZZ_LIBS_rle detkit_structures)
 set(DETKIT_FUZZ_LIBS_polygon detkit_structures)
 set(DETKIT_FUZZ_LIBS_zip detkit_checkpoint)
 set(DETKIT_FUZZ_LIBS_image detkit_data)
+set(DETKIT_FUZZ_LIBS_voc_xml detkit_data)
 set(DETKIT_FUZZ_LIBS_weights detkit_checkpoint)
 
 # Seeds from ../shared (skipped with a message when absent).
@@ -53,3 +57,4 @@ set(DETKIT_FUZZ_SEEDS_zip ${DETKIT_SHARED_DIR}/fixtures/detectron2)
 set(DETKIT_FUZZ_SEEDS_weights ${DETKIT_SHARED_DIR}/fixtures/detectron2
     ${DETKIT_SHARED_DIR}/fixtures/detectron2_retinanet)
 set(DETKIT_FUZZ_SEEDS_image ${DETKIT_SHARED_DIR}/data/coco_tiny/val2017)
+set(DETKIT_FUZZ_SEEDS_voc_xml ${DETKIT_SHARED_DIR}/fixtures/voc_eval/VOC2007/Annotations)

@@ -92,13 +92,19 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
   options.filter_empty_annotations =
       is_train && cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS");
   data::CocoDataset dataset;
-  if (files.kind == data::DatasetKind::kSemSeg) {  // "_stuffonly": two folders, no JSON
-    std::cout << ": label maps under " << files.sem_seg_root << ", images under "
-              << files.image_root << "\n";
+  const bool voc = files.kind == data::DatasetKind::kPascalVoc;  // XML files, no JSON
+  if (files.kind == data::DatasetKind::kSemSeg || voc) {  // "_stuffonly": two folders, no JSON
+    if (voc)
+      std::cout << ": Pascal VOC folder " << files.image_root << ", split " << files.voc_split
+                << "\n";
+    else
+      std::cout << ": label maps under " << files.sem_seg_root << ", images under "
+                << files.image_root << "\n";
     try {
       dataset = data::load_dataset(name, options);
     } catch (const std::exception& e) {
-      std::cout << "  the folders cannot be paired; images not mapped\n";
+      std::cout << (voc ? "  the annotations cannot be loaded; images not mapped\n"
+                        : "  the folders cannot be paired; images not mapped\n");
       problems.push_back(e.what());
       return;
     }

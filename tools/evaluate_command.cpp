@@ -7,6 +7,9 @@
 //   --iou-type sem_seg --gt-dir LABEL_PNGS --results-dir PRED_PNGS --num-classes N
 //     [--ignore-value 255]: Detectron2's SemSegEvaluator metrics, each prediction PNG scored
 //     against the ground-truth PNG of the same name.
+//   --voc-dir VOCdevkit/VOC2007 --split test --results DIR [--voc-metric 11point|area]: Pascal VOC
+//     AP of per-class <class>.txt files as Detectron2's PascalVOCDetectionEvaluator
+//     (evaluate_voc.h).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +21,7 @@
 #include "detkit/evaluation/sem_seg_evaluation.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
+#include "tools/evaluate_voc.h"
 
 namespace detkit::tools {
 namespace {
@@ -26,6 +30,7 @@ struct EvaluateOptions {
   std::string gt, results, iou_type = "bbox", gt_dir, results_dir;
   int64_t num_classes = 0, ignore_value = 255;
   bool json = false;
+  VocEvaluateOptions voc{"", "test"};
 };
 
 void require(const std::string& value, const char* flag, const std::string& iou_type) {
@@ -129,10 +134,18 @@ CommandRunner add_evaluate_command(CLI::App& app) {
   cmd->add_option("--num-classes", o->num_classes, "sem_seg: the number of classes");
   cmd->add_option("--ignore-value", o->ignore_value,
                   "sem_seg: the ground truth's unlabelled value (default 255)");
+  cmd->add_option("--voc-dir", o->voc.voc_dir,
+                  "Pascal VOC: the VOC<year> folder (Annotations/, ImageSets/Main/); --results is "
+                  "then a folder of <class>.txt files");
+  cmd->add_option("--split", o->voc.split, "Pascal VOC: ImageSets/Main/<split>.txt (default test)");
+  cmd->add_option("--voc-metric", o->voc.metric,
+                  "Pascal VOC: 11point or area (default: 11point for VOC2007, area otherwise)")
+      ->check(CLI::IsMember({"11point", "area"}));
   cmd->add_flag("--json", o->json,
                 "print JSON instead of tables: {\"stats\", \"per_category_ap\"} (COCO), "
                 "{\"All\", \"Things\", \"Stuff\", \"per_category\"} (panoptic, fractions), "
-                "{\"mIoU\", \"fwIoU\", \"mACC\", \"pACC\", \"IoU\", \"ACC\"} (sem_seg, percent)");
+                "{\"mIoU\", \"fwIoU\", \"mACC\", \"pACC\", \"IoU\", \"ACC\"} (sem_seg, percent), "
+                "{\"bbox\": {\"AP\", \"AP50\", \"AP75\"}} (Pascal VOC, percent)");
   cmd->footer(
       "Examples:\n"
       "  detkit evaluate --gt datasets/coco/annotations/instances_val2017.json "
@@ -141,9 +154,16 @@ CommandRunner add_evaluate_command(CLI::App& app) {
       "--gt-dir datasets/coco/panoptic_val2017 --results output/inference/predictions.json "
       "--results-dir output/inference/predictions\n"
       "  detkit evaluate --iou-type sem_seg --gt-dir labels/ --results-dir predicted/ "
-      "--num-classes 81\n");
+      "--num-classes 81\n"
+      "  detkit evaluate --voc-dir datasets/VOC2007 --split test --results "
+      "output/inference/pascal_voc_results --json\n");
   return [cmd, o]() {
     if (!*cmd) return -1;
+    if (!o->voc.voc_dir.empty()) {
+      o->voc.results_dir = o->results;
+      o->voc.json = o->json;
+      return evaluate_voc(o->voc);
+    }
     if (o->iou_type == "panoptic") return evaluate_panoptic(*o);
     if (o->iou_type == "sem_seg") return evaluate_sem_seg(*o);
     return evaluate_coco(*o);

@@ -10,6 +10,7 @@
 #include "detkit/data/builtin_meta_panoptic.h"
 #include "detkit/data/metadata.h"
 #include "detkit/data/sem_seg_dataset.h"
+#include "detkit/data/voc/pascal_voc.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
 
@@ -23,8 +24,9 @@ constexpr const char* kPanopticSeparatedForm =
     "<sem_seg root>";
 constexpr const char* kPanopticStandardForm =
     "name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>";
-const std::string kPanopticForms =
-    fmt::format("(or {}, or {})", kPanopticSeparatedForm, kPanopticStandardForm);
+constexpr const char* kPascalVocForm = "name=voc:<VOC folder>:<split>:<year>";
+const std::string kPanopticForms = fmt::format("(or {}, or {}, or {})", kPanopticSeparatedForm,
+                                               kPanopticStandardForm, kPascalVocForm);
 
 struct Builtin {
   const char* name;
@@ -78,6 +80,24 @@ constexpr PanopticBuiltin kPanopticBuiltins[] = {
      "coco/panoptic_stuff_val2017"},
     {"coco_2017_val_100_panoptic", "coco/panoptic_val2017_100",
      "coco/annotations/panoptic_val2017_100.json", "coco/panoptic_stuff_val2017_100"},
+};
+
+struct PascalVocBuiltin {
+  const char* name;
+  const char* dirname;  // relative to the datasets root
+  const char* split;
+  int year;
+};
+
+// Detectron2's register_all_pascal_voc.
+constexpr PascalVocBuiltin kPascalVocBuiltins[] = {
+    {"voc_2007_trainval", "VOC2007", "trainval", 2007},
+    {"voc_2007_train", "VOC2007", "train", 2007},
+    {"voc_2007_val", "VOC2007", "val", 2007},
+    {"voc_2007_test", "VOC2007", "test", 2007},
+    {"voc_2012_trainval", "VOC2012", "trainval", 2012},
+    {"voc_2012_train", "VOC2012", "train", 2012},
+    {"voc_2012_val", "VOC2012", "val", 2012},
 };
 
 std::string join_path(const std::string& root, const std::string& relative) {
@@ -135,6 +155,8 @@ DatasetCatalog::DatasetCatalog() {
         instances.json_file, instances.image_root, true, DatasetKind::kCocoPanoptic, "",
         p.panoptic_json,     p.panoptic_root};
   }
+  for (const PascalVocBuiltin& v : kPascalVocBuiltins)
+    entries_[v.name] = {"", v.dirname, true, DatasetKind::kPascalVoc, "", "", "", v.split, v.year};
 }
 
 void DatasetCatalog::require_free(const std::string& name) const {
@@ -205,6 +227,21 @@ void DatasetCatalog::register_coco_panoptic(const std::string& name, const std::
              panoptic_root});
 }
 
+void DatasetCatalog::register_pascal_voc(const std::string& name, const std::string& dirname,
+                                         const std::string& split, int year) {
+  if (name.empty() || dirname.empty() || split.empty())
+    throw Error(
+        fmt::format("register_pascal_voc(\"{}\", \"{}\", \"{}\", {}): the name, the VOC "
+                    "folder and the split must all be given",
+                    name, dirname, split, year));
+  if (year != 2007 && year != 2012)
+    throw Error(
+        fmt::format("register_pascal_voc(\"{}\", ...): year {} is not 2007 or 2012 (the "
+                    "evaluator's metric: 11-point for 2007, area otherwise)",
+                    name, year));
+  add(name, {"", dirname, false, DatasetKind::kPascalVoc, "", "", "", split, year});
+}
+
 void DatasetCatalog::register_from_string(const std::string& entries, const std::string& source) {
   for (const std::string& raw : split(entries, ';')) {
     std::string entry = trim(raw);
@@ -223,6 +260,14 @@ void DatasetCatalog::register_from_string(const std::string& entries, const std:
       // file may be named "panoptic" (entries written before the panoptic forms keep working).
       if (fields.size() > 2 && (fields[0] == "panoptic_separated" || fields[0] == "panoptic")) {
         register_panoptic_fields(name, fields);
+        continue;
+      }
+      if (fields.size() > 2 && fields[0] == "voc") {
+        int year = 0;
+        if (fields.size() != 4 || (fields[3] != "2007" && fields[3] != "2012"))
+          throw Error(fmt::format("expected {} with year 2007 or 2012", kPascalVocForm));
+        year = std::stoi(fields[3]);
+        register_pascal_voc(name, fields[1], fields[2], year);
         continue;
       }
       std::string json_file = trim(entry.substr(equals + 1, colon - equals - 1));
@@ -274,9 +319,16 @@ DatasetFiles DatasetCatalog::get(const std::string& name, const std::string& dat
   auto path = [&](const std::string& p) {
     return entry.builtin && !p.empty() ? join_path(datasets_root, p) : p;
   };
-  return {
-      name,       path(entry.json_file),    path(entry.image_root),    entry.builtin,
-      entry.kind, path(entry.sem_seg_root), path(entry.panoptic_json), path(entry.panoptic_root)};
+  return {name,
+          path(entry.json_file),
+          path(entry.image_root),
+          entry.builtin,
+          entry.kind,
+          path(entry.sem_seg_root),
+          path(entry.panoptic_json),
+          path(entry.panoptic_root),
+          entry.voc_split,
+          entry.voc_year};
 }
 
 std::string DatasetCatalog::datasets_root() {
@@ -315,9 +367,25 @@ void register_coco_panoptic(const std::string& name, const std::string& image_ro
   record_files(global_catalog().get(name), global_metadata().get(name));
 }
 
+void register_pascal_voc(const std::string& name, const std::string& dirname,
+                         const std::string& split, int year) {
+  global_catalog().register_pascal_voc(name, dirname, split, year);
+  record_files(global_catalog().get(name), global_metadata().get(name));
+}
+
 void record_files(const DatasetFiles& files, Metadata& m) {
   m.json_file = files.json_file;
   m.image_root = files.image_root;
+  if (files.kind == DatasetKind::kPascalVoc) {  // Detectron2's register_pascal_voc metadata
+    m.evaluator_type = "pascal_voc";
+    m.dirname = files.image_root;
+    m.split = files.voc_split;
+    m.year = files.voc_year;
+    std::vector<int64_t> ids(voc_class_names().size());
+    for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int64_t>(k);
+    m.set_things(voc_class_names(), ids);
+    return;
+  }
   if (files.kind == DatasetKind::kCocoInstances) {
     m.evaluator_type = "coco";
     return;
@@ -350,6 +418,15 @@ CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options
     require_file(files, files.sem_seg_root, "label map folder");
     CocoDataset dataset = load_sem_seg(files.sem_seg_root, files.image_root);
     record_separated_stuff(name, files);
+    return dataset;
+  }
+  if (files.kind == DatasetKind::kPascalVoc) {
+    require_file(files, join_path(files.image_root, "ImageSets/Main/" + files.voc_split + ".txt"),
+                 "Pascal VOC split file");
+    CocoDataset dataset = load_voc_instances(files.image_root, files.voc_split, voc_class_names());
+    // Detectron2 drops images without objects from training data of any format.
+    if (options.filter_empty_annotations) filter_empty_annotations(dataset);
+    record_things(name, dataset);
     return dataset;
   }
   require_file(files, files.json_file, "annotation file");

@@ -19,6 +19,10 @@
 //   coco_2017_{train,val,val_100}_panoptic_stuffonly   images of coco/{train,val}2017/ with a
 //                                                      label map in coco/panoptic_stuff_S/
 //   all with the panoptic PNGs in coco/panoptic_S/
+// and Pascal VOC as Detectron2's register_all_pascal_voc (year 2007: VOC2007/, 2012: VOC2012/):
+//   voc_2007_{trainval,train,val,test}, voc_2012_{trainval,train,val}
+//                                          VOC<year>/ImageSets/Main/<split>.txt, Annotations/,
+//                                          JPEGImages/
 // so `mkdir datasets && ln -s /path/to/coco datasets/coco` is all COCO needs.
 //
 // Your own datasets, without writing code: set
@@ -31,6 +35,7 @@
 //                                           `name`_stuffonly
 //   name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>
 //                                           register_coco_panoptic: `name`
+//   name=voc:<VOC folder>:<split>:<year>    register_pascal_voc: `name` (year 2007 or 2012)
 // The panoptic forms split at every ':' (their paths cannot hold one) and keep one field order:
 // instances json, image root, panoptic json, panoptic root, sem_seg root. Relative paths are
 // relative to the current directory. In C++: register_coco_instances("my_train", json_file,
@@ -52,6 +57,7 @@ enum class DatasetKind {
   kCocoPanopticSeparated,  // register_coco_panoptic_separated: instances + semantic label maps
   kCocoPanoptic,           // register_coco_panoptic: a COCO panoptic file and its PNGs
   kSemSeg,                 // load_sem_seg: images and label maps paired by stem ("_stuffonly")
+  kPascalVoc,              // register_pascal_voc: a VOC folder (image_root) and split
 };
 
 /// Where a named dataset lives.
@@ -63,6 +69,8 @@ struct DatasetFiles {
   DatasetKind kind = DatasetKind::kCocoInstances;
   std::string sem_seg_root;  // kCocoPanopticSeparated, kSemSeg: <stem>.png label maps
   std::string panoptic_json, panoptic_root;  // the panoptic kinds (kSemSeg: its stuff classes)
+  std::string voc_split;  // kPascalVoc: ImageSets/Main/<voc_split>.txt under image_root
+  int voc_year = 0;       // kPascalVoc: 2007 (11-point AP) or 2012 (area)
 };
 
 class DatasetCatalog {
@@ -91,6 +99,11 @@ class DatasetCatalog {
   void register_coco_panoptic(const std::string& name, const std::string& image_root,
                               const std::string& panoptic_root, const std::string& panoptic_json,
                               const std::string& instances_json);
+  /// Detectron2's register_pascal_voc: `name`, the images of ImageSets/Main/<split>.txt under the
+  /// VOC folder `dirname` (Annotations/, JPEGImages/) with the 20 VOC classes; `year` 2007 or
+  /// 2012 picks the evaluator's metric.
+  void register_pascal_voc(const std::string& name, const std::string& dirname,
+                           const std::string& split, int year);
   /// Adds the entries of a DETKIT_DATASETS_REGISTER string (';'-separated; the syntax at the top
   /// of this file); `source` (e.g. the variable's name) is named in errors about a malformed
   /// entry.
@@ -114,6 +127,8 @@ class DatasetCatalog {
     bool builtin;  // paths relative to the datasets root
     DatasetKind kind = DatasetKind::kCocoInstances;
     std::string sem_seg_root, panoptic_json, panoptic_root;
+    std::string voc_split;
+    int voc_year = 0;
   };
   void require_free(const std::string& name) const;  // an error when `name` is taken
   // A panoptic entry of register_from_string: fields[0] is its kind word.
@@ -141,9 +156,12 @@ void register_coco_panoptic_separated(const std::string& name, const std::string
 void register_coco_panoptic(const std::string& name, const std::string& image_root,
                             const std::string& panoptic_root, const std::string& panoptic_json,
                             const std::string& instances_json);
+void register_pascal_voc(const std::string& name, const std::string& dirname,
+                         const std::string& split, int year);
 
 /// What a dataset's files tell its metadata: the files, the evaluator type ("coco",
-/// "coco_panoptic_seg"), the ignore label and label divisor of the panoptic kinds.
+/// "coco_panoptic_seg", "pascal_voc" with the VOC classes, dirname, split and year), the ignore
+/// label and label divisor of the panoptic kinds.
 void record_files(const DatasetFiles& files, Metadata& m);
 
 /// Loads a dataset of the global catalog by name and records its things in the name's metadata

@@ -33,6 +33,9 @@ struct Metadata {
   std::string name;
   std::string evaluator_type;  // "coco" for COCO-format datasets, "coco_panoptic_seg" (panoptic)
   std::string json_file, image_root;
+  /// Pascal VOC datasets (evaluator_type "pascal_voc"): the VOC folder, the split, the year.
+  std::string dirname, split;
+  int year = 0;
   std::vector<std::string> thing_classes;  // by contiguous id 0..N-1
   std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
   /// The semantic classes (Detectron2's stuff_classes) and the dataset's category id of each

@@ -21,6 +21,7 @@
 #include "detkit/evaluation/coco_evaluator.h"
 #include "detkit/evaluation/dataset_evaluators.h"
 #include "detkit/evaluation/inference.h"
+#include "detkit/evaluation/pascal_voc_evaluator.h"
 #include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"
 #include "detkit/solver/state_ivalue.h"
@@ -97,10 +98,23 @@ std::unique_ptr<evaluation::DatasetEvaluator> build_evaluator(const config::CfgN
   // then COCO's (instances; a ProposalNetwork's proposals), then panoptic quality.
   const data::Metadata& metadata = data::global_metadata().get(name);
   const std::string type = metadata.evaluator_type.empty() ? "coco" : metadata.evaluator_type;
-  if (type != "coco" && type != "coco_panoptic_seg" && type != "sem_seg")
+  if (type != "coco" && type != "coco_panoptic_seg" && type != "sem_seg" && type != "pascal_voc")
     throw Error("dataset '" + name + "' has evaluator_type '" + type +
-                "', which detkit has no evaluator for (coco, coco_panoptic_seg, sem_seg)");
+                "', which detkit has no evaluator for (coco, coco_panoptic_seg, sem_seg, "
+                "pascal_voc)");
   std::vector<std::unique_ptr<evaluation::DatasetEvaluator>> evaluators;
+  if (type == "pascal_voc") {
+    if (dataset.parts().size() != 1)
+      throw Error("DATASETS.TEST '" + name + "' must be one Pascal VOC dataset");
+    const data::CocoDataset& voc = *dataset.parts().front();
+    evaluation::PascalVOCEvaluatorOptions options{
+        name, metadata.dirname, metadata.split, metadata.year, metadata.thing_classes,
+        {},   output_dir};
+    for (size_t i = 0; i < voc.num_images(); ++i)  // Detectron2's image_id: the file's stem
+      options.image_ids.push_back(fs::path(std::string(voc.image(i).file_name)).stem().string());
+    evaluators.push_back(
+        std::make_unique<evaluation::PascalVOCDetectionEvaluator>(std::move(options)));
+  }
   if (type == "sem_seg" || type == "coco_panoptic_seg")
     evaluators.push_back(
         std::make_unique<evaluation::SemSegDatasetEvaluator>(dataset, metadata, name, output_dir));

@@ -194,6 +194,8 @@ class CocoDataset {
   friend size_t filter_empty_annotations(CocoDataset& dataset);
   friend size_t filter_images_with_few_keypoints(CocoDataset& dataset, int min_keypoints);
   friend CocoDataset load_sem_seg(const std::string& gt_root, const std::string& image_root);
+  friend CocoDataset load_voc_instances(const std::string& dirname, const std::string& split,
+                                        const std::vector<std::string>& class_names);
 
   struct Rle {
     int32_t h, w;
