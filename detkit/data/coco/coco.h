@@ -29,6 +29,8 @@ struct CocoLoadOptions {
   /// Largest width * height an image may declare: PIL's decompression-bomb threshold
   /// (Image.MAX_IMAGE_PIXELS). A larger image is an error naming it.
   int64_t max_image_pixels = 89478485;
+  /// The file's format; load_lvis_json (lvis.h) sets kLvis.
+  JsonFormat format = JsonFormat::kCoco;
 };
 
 /// Loads `json_file`; image paths are `image_root`/file_name. Logs what was dropped (spdlog

@@ -97,6 +97,35 @@ ImageView CocoDataset::image(size_t i) const {
           heights_[i], widths_[i]};
 }
 
+IdSpan CocoDataset::neg_category_ids(size_t i) const {
+  if (i >= num_images()) {
+    throw std::out_of_range(fmt::format("image {} of a dataset of {}", i, num_images()));
+  }
+  if (neg_begin_.empty()) return {nullptr, 0};
+  return {image_cat_ids_.data() + neg_begin_[i], neg_size_[i]};
+}
+
+IdSpan CocoDataset::not_exhaustive_category_ids(size_t i) const {
+  if (i >= num_images()) {
+    throw std::out_of_range(fmt::format("image {} of a dataset of {}", i, num_images()));
+  }
+  if (not_exhaustive_begin_.empty()) return {nullptr, 0};
+  return {image_cat_ids_.data() + not_exhaustive_begin_[i], not_exhaustive_size_[i]};
+}
+
+void CocoDataset::reorder_images(const std::vector<uint32_t>& order) {
+  gather(image_ids_, order);
+  gather(heights_, order);
+  gather(widths_, order);
+  gather(name_begin_, order);
+  gather(name_size_, order);
+  if (neg_begin_.empty()) return;  // a COCO file: no LVIS lists
+  gather(neg_begin_, order);
+  gather(neg_size_, order);
+  gather(not_exhaustive_begin_, order);
+  gather(not_exhaustive_size_, order);
+}
+
 std::string CocoDataset::image_path(size_t i) const {
   std::string_view name = image(i).file_name;
   if (image_root_.empty()) return std::string(name);
@@ -132,7 +161,10 @@ size_t CocoDataset::num_crowd() const {
 std::vector<std::string> CocoDataset::class_names() const {
   std::vector<std::string> names;
   names.reserve(categories_.size());
-  for (const Category& c : categories_) names.push_back(c.name);
+  for (const Category& c : categories_) {
+    const bool synonym = format_ == JsonFormat::kLvis && !c.synonyms.empty();
+    names.push_back(synonym ? c.synonyms.front() : c.name);
+  }
   return names;
 }
 
@@ -172,12 +204,17 @@ size_t CocoDataset::memory_bytes() const {
   size_t bytes = json_file_.capacity() + image_root_.capacity() + sem_seg_root_.capacity() +
                  names_.capacity() + rle_chars_.capacity() + rles_.capacity() * sizeof(Rle);
   for (const Category& c : categories_) {
-    bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]);
+    bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]) +
+             c.frequency.capacity();
     for (const std::string& k : c.keypoints) bytes += sizeof(k) + k.capacity();
+    for (const std::string& k : c.synonyms) bytes += sizeof(k) + k.capacity();
   }
   bytes += image_ids_.capacity_bytes() + heights_.capacity_bytes() + widths_.capacity_bytes() +
            name_begin_.capacity_bytes() + name_size_.capacity_bytes() +
            image_ann_begin_.capacity_bytes();
+  bytes += neg_begin_.capacity_bytes() + neg_size_.capacity_bytes() +
+           not_exhaustive_begin_.capacity_bytes() + not_exhaustive_size_.capacity_bytes() +
+           image_cat_ids_.capacity_bytes();
   bytes += ann_ids_.capacity_bytes() + ann_class_.capacity_bytes() + ann_iscrowd_.capacity_bytes() +
            ann_bbox_.capacity_bytes() + ann_area_.capacity_bytes() +
            ann_poly_begin_.capacity_bytes() + ann_poly_count_.capacity_bytes() +
