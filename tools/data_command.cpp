@@ -91,6 +91,9 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
   data::CocoLoadOptions options;
   options.filter_empty_annotations =
       is_train && cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS");
+  if (files.kind == data::DatasetKind::kLvisInstances ||
+      files.kind == data::DatasetKind::kLvisCocofied)
+    options.format = data::JsonFormat::kLvis;  // the LVIS loader's checks (lvis.h)
   data::CocoDataset dataset;
   if (files.kind == data::DatasetKind::kSemSeg) {  // "_stuffonly": two folders, no JSON
     std::cout << ": label maps under " << files.sem_seg_root << ", images under "
