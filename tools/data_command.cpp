@@ -94,6 +94,7 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
   if (files.kind == data::DatasetKind::kLvisInstances ||
       files.kind == data::DatasetKind::kLvisCocofied)
     options.format = data::JsonFormat::kLvis;  // the LVIS loader's checks (lvis.h)
+  options.lvis_any_category_ids = files.kind == data::DatasetKind::kLvisCocofied;
   data::CocoDataset dataset;
   if (files.kind == data::DatasetKind::kSemSeg) {  // "_stuffonly": two folders, no JSON
     std::cout << ": label maps under " << files.sem_seg_root << ", images under "

@@ -403,13 +403,23 @@ CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options
     record_separated_stuff(name, files);
     return dataset;
   }
-  if (files.kind == DatasetKind::kLvisCocofied) {
-    throw Error(fmt::format(
-        "dataset '{}': COCOfied LVIS files (COCO's category ids in an LVIS file, classes numbered "
-        "as COCO's 80) are not supported by detkit",
-        name));
-  }
   require_file(files, files.json_file, "annotation file");
+  if (files.kind == DatasetKind::kLvisCocofied) {
+    // Detectron2's COCOfied LVIS: COCO's category ids, classes numbered as COCO's 80 things
+    // (its COCO metadata), whatever categories the file lists.
+    CocoLoadOptions lvis_options = options;
+    lvis_options.lvis_any_category_ids = true;
+    CocoDataset dataset = load_lvis_json(files.json_file, files.image_root, lvis_options);
+    const Metadata& coco = global_metadata().get(name);  // COCO's things (builtin_meta.cpp)
+    std::vector<Category> categories(coco.thing_classes.size());
+    for (size_t k = 0; k < categories.size(); ++k) {
+      categories[k].id = coco.thing_dataset_ids[k];
+      categories[k].name = coco.thing_classes[k];
+    }
+    dataset.use_categories(std::move(categories));
+    record_things(name, dataset);
+    return dataset;
+  }
   if (files.kind == DatasetKind::kLvisInstances) {
     CocoDataset dataset = load_lvis_json(files.json_file, files.image_root, options);
     record_things(name, dataset);

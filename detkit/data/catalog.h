@@ -24,8 +24,8 @@
 //   lvis_v1_test_{dev,challenge}            lvis/lvis_v1_image_info_test_{dev,challenge}.json
 //   lvis_v0.5_{train,val,val_rand_100}      lvis/lvis_v0.5_{train,val,val_rand_100}.json
 //   lvis_v0.5_test                          lvis/lvis_v0.5_image_info_test.json
-//   lvis_v0.5_{train,val}_cocofied          lvis/lvis_v0.5_{train,val}_cocofied.json (refused
-//                                           when loaded: COCO's categories in an LVIS file)
+//   lvis_v0.5_{train,val}_cocofied          lvis/lvis_v0.5_{train,val}_cocofied.json (COCO's
+//                                           category ids; classes and metadata COCO's 80)
 // so `mkdir datasets && ln -s /path/to/coco datasets/coco` is all COCO needs.
 //
 // Your own datasets, without writing code: set
@@ -62,7 +62,7 @@ enum class DatasetKind {
   kCocoPanoptic,           // register_coco_panoptic: a COCO panoptic file and its PNGs
   kSemSeg,                 // load_sem_seg: images and label maps paired by stem ("_stuffonly")
   kLvisInstances,          // register_lvis_instances: an LVIS file (load_lvis_json)
-  kLvisCocofied,           // lvis_v0.5_*_cocofied: refused when loaded
+  kLvisCocofied,           // lvis_v0.5_*_cocofied: an LVIS file with COCO's categories
 };
 
 /// Where a named dataset lives.

@@ -70,9 +70,42 @@ TEST(LvisCatalog, ASymlinkedLvisFolderLoads) {
   EXPECT_EQ(m.thing_classes.size(), 80u);
   EXPECT_EQ(m.class_image_count.size(), 80u);
   EXPECT_EQ(m.class_frequency.size(), 80u);
-  // COCOfied names are refused by name.
-  expect_contains(error_of([] { load_dataset("lvis_v0.5_val_cocofied"); }),
-                  "dataset 'lvis_v0.5_val_cocofied': COCOfied LVIS files");
+}
+
+// A COCOfied LVIS file (Detectron2's datasets/prepare_cocofied_lvis.py: COCO's category ids, only
+// those with instances) gets COCO's 80 classes, numbered as COCO's, as Detectron2's metadata.
+TEST(LvisCatalog, CocofiedNamesNumberClassesAsCoco) {
+  testing::TempDir dir("lvis_cocofied_root");
+  const std::string categories = testing::lvis_category(3, "car_(automobile)", "f", 1) + ", " +
+                                 testing::lvis_category(90, "toothbrush", "c", 1);
+  const std::string images = testing::lvis_image(7, "http://x/val2017/7.jpg");
+  dir.write(
+      "lvis/lvis_v0.5_val_cocofied.json",
+      testing::lvis_json(
+          images, testing::lvis_annotation(1, 7, 90) + ", " + testing::lvis_annotation(2, 7, 3),
+          categories));
+  dir.write("lvis/lvis_v0.5_train_cocofied.json",
+            testing::lvis_json(images, testing::lvis_annotation(1, 7, 12),
+                               categories + ", " + testing::lvis_category(12, "x", "r", 1)));
+  struct Root {  // DETKIT_DATASETS for the loads only
+    explicit Root(const std::string& path) { ::setenv("DETKIT_DATASETS", path.c_str(), 1); }
+    ~Root() { ::unsetenv("DETKIT_DATASETS"); }
+  } root(dir.path());
+  const CocoDataset ds = load_dataset("lvis_v0.5_val_cocofied");
+  ASSERT_EQ(ds.num_classes(), 80u);
+  ASSERT_EQ(ds.num_annotations(), 2u);
+  EXPECT_EQ(ds.annotation(0).class_index(), 79);  // toothbrush, COCO's last
+  EXPECT_EQ(ds.annotation(1).class_index(), 2);   // car
+  EXPECT_EQ(ds.annotation(1).category_id(), 3);
+  const Metadata& m = global_metadata().get("lvis_v0.5_val_cocofied");
+  EXPECT_EQ(m.evaluator_type, "lvis");
+  ASSERT_EQ(m.thing_classes.size(), 80u);
+  EXPECT_EQ(m.thing_classes[2], "car");  // COCO's names, as Detectron2's COCO metadata
+  EXPECT_EQ(m.thing_dataset_ids[79], 90);
+  // The file lists category 12, which COCO has not: an error naming the annotation.
+  expect_contains(error_of([] { load_dataset("lvis_v0.5_train_cocofied"); }),
+                  "lvis_v0.5_train_cocofied.json: annotation id 1 has category id 12, which is not "
+                  "one of the 80 categories its classes are taken from");
 }
 
 TEST(LvisCatalog, RegisterFormAndMetadata) {

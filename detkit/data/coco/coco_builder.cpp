@@ -153,7 +153,8 @@ void CocoDatasetBuilder::group_annotations_by_image(const PodArray<uint32_t>& im
 
 CocoDataset CocoDatasetBuilder::finish() {
   check_category_ids();
-  if (options_.format == JsonFormat::kLvis) check_lvis_category_ids();
+  if (options_.format == JsonFormat::kLvis && !options_.lvis_any_category_ids)
+    check_lvis_category_ids();
   check_image_ids();
   check_annotation_ids();
   PodArray<uint32_t> image_of;

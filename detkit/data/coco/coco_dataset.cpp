@@ -113,6 +113,30 @@ IdSpan CocoDataset::not_exhaustive_category_ids(size_t i) const {
   return {image_cat_ids_.data() + not_exhaustive_begin_[i], not_exhaustive_size_[i]};
 }
 
+void CocoDataset::use_categories(std::vector<Category> categories) {
+  for (size_t k = 1; k < categories.size(); ++k) {
+    if (categories[k].id <= categories[k - 1].id)
+      throw Error(fmt::format("use_categories: ids must be sorted and distinct, got {} after {}",
+                              categories[k].id, categories[k - 1].id));
+  }
+  PodArray<int32_t> classes;
+  classes.reserve(ann_class_.size());
+  for (size_t a = 0; a < ann_class_.size(); ++a) {
+    const int64_t id = categories_[ann_class_[a]].id;
+    auto it = std::lower_bound(categories.begin(), categories.end(), id,
+                               [](const Category& c, int64_t v) { return c.id < v; });
+    if (it == categories.end() || it->id != id) {
+      throw Error(
+          fmt::format("{}: annotation id {} has category id {}, which is not one of the {} "
+                      "categories its classes are taken from",
+                      json_file_, ann_ids_[a], id, categories.size()));
+    }
+    classes.push_back(static_cast<int32_t>(it - categories.begin()));
+  }
+  ann_class_.swap(classes);
+  categories_ = std::move(categories);
+}
+
 void CocoDataset::reorder_images(const std::vector<uint32_t>& order) {
   gather(image_ids_, order);
   gather(heights_, order);

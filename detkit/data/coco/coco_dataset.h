@@ -208,6 +208,10 @@ class CocoDataset {
   int64_t category_id_of(int class_index) const;
   /// The class index of a category id; an error naming the id when the file has no such category.
   int index_of(int64_t category_id) const;
+  /// Makes `categories` (sorted by id) the classes, numbered by their position there, as
+  /// Detectron2 numbers a COCOfied LVIS file by COCO's 80 categories. An error naming the first
+  /// annotation whose category is not among them; nothing changes then.
+  void use_categories(std::vector<Category> categories);
 
   const CocoLoadStats& stats() const { return stats_; }
   /// Heap bytes held by the dataset (its arrays' capacities).

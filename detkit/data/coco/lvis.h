@@ -8,8 +8,10 @@
 //   - annotations: no crowd regions ("iscrowd" is not read); "segmentation" must be polygons,
 //     at least one, each of 3 or more points (Detectron2 asserts it: here a named error);
 //   - categories: ids 1..K (Detectron2's class index is id - 1, here equal to the position of
-//     the id among the sorted ids); "synonyms", "frequency" and "image_count" kept; the class
-//     names are the first synonyms, as Detectron2's LVIS metadata names them.
+//     the id among the sorted ids; CocoLoadOptions::lvis_any_category_ids lifts the rule for
+//     COCOfied files, whose classes catalog.h's load_dataset sets to COCO's); "synonyms",
+//     "frequency" and "image_count" kept; the class names are the first synonyms, as
+//     Detectron2's LVIS metadata names them.
 // Bad input is a detkit::Error starting with the file, as for COCO files (coco.h): e.g.
 //   "<file>: annotations[17]: category_id 1300 is not in categories (annotation id 12345)"
 //   "<file>: images[3] and images[9] have the same id 397133"
