@@ -13,7 +13,7 @@ set(DETKIT_FUZZ_SOURCES_coco_json ${_utils} detkit/structures/mask_ops.cpp
     detkit/data/coco/block_reader.cpp detkit/data/coco/coco.cpp
     detkit/data/coco/coco_annotation_parser.cpp detkit/data/coco/coco_builder.cpp
     detkit/data/coco/coco_dataset.cpp detkit/data/coco/coco_element_parser.cpp
-    detkit/data/coco/json_stream.cpp)
+    detkit/data/coco/json_stream.cpp detkit/data/coco/lvis.cpp detkit/data/coco/lvis_fields.cpp)
 set(DETKIT_FUZZ_SOURCES_results_json ${_utils} detkit/structures/mask_ops.cpp
     detkit/evaluation/coco_results.cpp)
 set(DETKIT_FUZZ_SOURCES_yaml_config ${_utils} detkit/config/cfg_node.cpp
@@ -49,7 +49,8 @@ set(DETKIT_FUZZ_LIBS_weights detkit_checkpoint)
 # Seeds from ../shared (skipped with a message when absent).
 set(DETKIT_FUZZ_SEEDS_coco_json
     ${DETKIT_SHARED_DIR}/data/coco_tiny/annotations
-    ${DETKIT_SHARED_DIR}/fixtures/cocoeval_keypoints/person_keypoints_val2017_synth.json)
+    ${DETKIT_SHARED_DIR}/fixtures/cocoeval_keypoints/person_keypoints_val2017_synth.json
+    ${DETKIT_SHARED_DIR}/fixtures/lvis_eval/lvis_v1_val_tiny.json)
 set(DETKIT_FUZZ_SEEDS_python_expression)  # corpus only
 set(DETKIT_FUZZ_SEEDS_results_json)  # shared results files need a leading type byte: corpus only
 set(DETKIT_FUZZ_SEEDS_yaml_config ${PROJECT_SOURCE_DIR}/configs)

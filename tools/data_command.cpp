@@ -91,6 +91,10 @@ void check_dataset(const config::CfgNode& cfg, const std::string& name, bool is_
   data::CocoLoadOptions options;
   options.filter_empty_annotations =
       is_train && cfg.get_bool("DATALOADER.FILTER_EMPTY_ANNOTATIONS");
+  if (files.kind == data::DatasetKind::kLvisInstances ||
+      files.kind == data::DatasetKind::kLvisCocofied)
+    options.format = data::JsonFormat::kLvis;  // the LVIS loader's checks (lvis.h)
+  options.lvis_any_category_ids = files.kind == data::DatasetKind::kLvisCocofied;
   data::CocoDataset dataset;
   const bool voc = files.kind == data::DatasetKind::kPascalVoc;  // XML files, no JSON
   if (files.kind == data::DatasetKind::kSemSeg || voc) {  // "_stuffonly": two folders, no JSON

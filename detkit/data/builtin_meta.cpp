@@ -85,7 +85,9 @@ std::optional<Metadata> builtin_metadata(const std::string& name) {
     for (const auto& rule : kPersonKeypointConnections) m.keypoint_connection_rules.push_back(rule);
     return m;
   }
-  if (starts_with(name, "coco_")) {
+  // COCO's things also for the COCOfied LVIS names, as Detectron2's get_lvis_instances_meta.
+  if (starts_with(name, "coco_") || name == "lvis_v0.5_train_cocofied" ||
+      name == "lvis_v0.5_val_cocofied") {
     std::vector<std::string> names;
     std::vector<int64_t> ids;
     for (const auto& [id, n] : kCocoCategories) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "detkit/data/builtin_meta_panoptic.h"
+#include "detkit/data/coco/lvis.h"
 #include "detkit/data/metadata.h"
 #include "detkit/data/sem_seg_dataset.h"
 #include "detkit/data/voc/pascal_voc.h"
@@ -25,8 +26,10 @@ constexpr const char* kPanopticSeparatedForm =
 constexpr const char* kPanopticStandardForm =
     "name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>";
 constexpr const char* kPascalVocForm = "name=voc:<VOC folder>:<split>:<year>";
-const std::string kPanopticForms = fmt::format("(or {}, or {}, or {})", kPanopticSeparatedForm,
-                                               kPanopticStandardForm, kPascalVocForm);
+constexpr const char* kLvisForm = "name=lvis:<annotation json>:<image root>";
+const std::string kOtherForms =
+    fmt::format("(or {}, or {}, or {}, or {})", kPanopticSeparatedForm, kPanopticStandardForm,
+                kLvisForm, kPascalVocForm);
 
 struct Builtin {
   const char* name;
@@ -62,6 +65,22 @@ constexpr Builtin kBuiltins[] = {
     {"shapes_val", "shapes/annotations/instances_val.json", "shapes/val"},
     {"shapes_triangles_train", "shapes/annotations/triangle_keypoints_train.json", "shapes/train"},
     {"shapes_triangles_val", "shapes/annotations/triangle_keypoints_val.json", "shapes/val"},
+};
+
+// Detectron2's _PREDEFINED_SPLITS_LVIS: every image root is coco/ (file names from coco_url).
+constexpr Builtin kLvisBuiltins[] = {
+    {"lvis_v1_train", "lvis/lvis_v1_train.json", "coco/"},
+    {"lvis_v1_val", "lvis/lvis_v1_val.json", "coco/"},
+    {"lvis_v1_test_dev", "lvis/lvis_v1_image_info_test_dev.json", "coco/"},
+    {"lvis_v1_test_challenge", "lvis/lvis_v1_image_info_test_challenge.json", "coco/"},
+    {"lvis_v0.5_train", "lvis/lvis_v0.5_train.json", "coco/"},
+    {"lvis_v0.5_val", "lvis/lvis_v0.5_val.json", "coco/"},
+    {"lvis_v0.5_val_rand_100", "lvis/lvis_v0.5_val_rand_100.json", "coco/"},
+    {"lvis_v0.5_test", "lvis/lvis_v0.5_image_info_test.json", "coco/"},
+};
+constexpr Builtin kLvisCocofiedBuiltins[] = {
+    {"lvis_v0.5_train_cocofied", "lvis/lvis_v0.5_train_cocofied.json", "coco/"},
+    {"lvis_v0.5_val_cocofied", "lvis/lvis_v0.5_val_cocofied.json", "coco/"},
 };
 
 struct PanopticBuiltin {
@@ -139,6 +158,10 @@ void check_panoptic_registration(const char* function, const std::string& name,
 
 DatasetCatalog::DatasetCatalog() {
   for (const Builtin& b : kBuiltins) entries_[b.name] = {b.json_file, b.image_root, true};
+  for (const Builtin& b : kLvisBuiltins)
+    entries_[b.name] = {b.json_file, b.image_root, true, DatasetKind::kLvisInstances};
+  for (const Builtin& b : kLvisCocofiedBuiltins)
+    entries_[b.name] = {b.json_file, b.image_root, true, DatasetKind::kLvisCocofied};
   for (const PanopticBuiltin& p : kPanopticBuiltins) {
     const std::string name = p.name;
     const Entry& instances = entries_.at(name.substr(0, name.size() - std::strlen("_panoptic")));
@@ -189,6 +212,17 @@ void DatasetCatalog::register_coco_instances(const std::string& name, const std:
                     name, json_file, image_root));
   }
   add(name, {json_file, image_root, false});
+}
+
+void DatasetCatalog::register_lvis_instances(const std::string& name, const std::string& json_file,
+                                             const std::string& image_root) {
+  if (name.empty() || json_file.empty() || image_root.empty()) {
+    throw Error(
+        fmt::format("register_lvis_instances(\"{}\", \"{}\", \"{}\"): the name, the json "
+                    "file and the image root must all be given",
+                    name, json_file, image_root));
+  }
+  add(name, {json_file, image_root, false, DatasetKind::kLvisInstances});
 }
 
 void DatasetCatalog::register_coco_panoptic_separated(const std::string& name,
@@ -250,7 +284,7 @@ void DatasetCatalog::register_from_string(const std::string& entries, const std:
     size_t colon = entry.rfind(':');
     if (equals == std::string::npos || colon == std::string::npos || colon < equals) {
       throw Error(fmt::format("{}: entry '{}' is not name=<annotation json>:<image root> {}",
-                              source, entry, kPanopticForms));
+                              source, entry, kOtherForms));
     }
     std::string name = trim(entry.substr(0, equals));
     try {
@@ -268,6 +302,14 @@ void DatasetCatalog::register_from_string(const std::string& entries, const std:
           throw Error(fmt::format("expected {} with year 2007 or 2012", kPascalVocForm));
         year = std::stoi(fields[3]);
         register_pascal_voc(name, fields[1], fields[2], year);
+        continue;
+      }
+      if (fields.size() > 2 && fields[0] == "lvis") {
+        if (fields.size() != 3) {
+          throw Error(fmt::format("{} ':'-separated fields after '{}=', expected 3: {}",
+                                  fields.size(), name, kLvisForm));
+        }
+        register_lvis_instances(name, fields[1], fields[2]);
         continue;
       }
       std::string json_file = trim(entry.substr(equals + 1, colon - equals - 1));
@@ -348,6 +390,12 @@ void register_coco_instances(const std::string& name, const std::string& json_fi
   record_files(global_catalog().get(name), global_metadata().get(name));
 }
 
+void register_lvis_instances(const std::string& name, const std::string& json_file,
+                             const std::string& image_root) {
+  global_catalog().register_lvis_instances(name, json_file, image_root);
+  record_files(global_catalog().get(name), global_metadata().get(name));
+}
+
 void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
                                       const std::string& panoptic_root,
                                       const std::string& panoptic_json,
@@ -390,6 +438,10 @@ void record_files(const DatasetFiles& files, Metadata& m) {
     m.evaluator_type = "coco";
     return;
   }
+  if (files.kind == DatasetKind::kLvisInstances || files.kind == DatasetKind::kLvisCocofied) {
+    m.evaluator_type = "lvis";
+    return;
+  }
   if (files.kind == DatasetKind::kSemSeg) {  // Detectron2's "_stuffonly" metadata
     m.evaluator_type = "sem_seg";
     m.sem_seg_root = files.sem_seg_root;
@@ -430,6 +482,27 @@ CocoDataset load_dataset(const std::string& name, const CocoLoadOptions& options
     return dataset;
   }
   require_file(files, files.json_file, "annotation file");
+  if (files.kind == DatasetKind::kLvisCocofied) {
+    // Detectron2's COCOfied LVIS: COCO's category ids, classes numbered as COCO's 80 things
+    // (its COCO metadata), whatever categories the file lists.
+    CocoLoadOptions lvis_options = options;
+    lvis_options.lvis_any_category_ids = true;
+    CocoDataset dataset = load_lvis_json(files.json_file, files.image_root, lvis_options);
+    const Metadata& coco = global_metadata().get(name);  // COCO's things (builtin_meta.cpp)
+    std::vector<Category> categories(coco.thing_classes.size());
+    for (size_t k = 0; k < categories.size(); ++k) {
+      categories[k].id = coco.thing_dataset_ids[k];
+      categories[k].name = coco.thing_classes[k];
+    }
+    dataset.use_categories(std::move(categories));
+    record_things(name, dataset);
+    return dataset;
+  }
+  if (files.kind == DatasetKind::kLvisInstances) {
+    CocoDataset dataset = load_lvis_json(files.json_file, files.image_root, options);
+    record_things(name, dataset);
+    return dataset;
+  }
   CocoDataset dataset = load_coco_json(files.json_file, files.image_root, options);
   record_things(name, dataset);
   if (files.kind == DatasetKind::kCocoPanopticSeparated) {

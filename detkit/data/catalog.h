@@ -23,12 +23,21 @@
 //   voc_2007_{trainval,train,val,test}, voc_2012_{trainval,train,val}
 //                                          VOC<year>/ImageSets/Main/<split>.txt, Annotations/,
 //                                          JPEGImages/
+// and LVIS as Detectron2's _PREDEFINED_SPLITS_LVIS (images under coco/, named by their coco_url):
+//   lvis_v1_{train,val}                     lvis/lvis_v1_{train,val}.json
+//   lvis_v1_test_{dev,challenge}            lvis/lvis_v1_image_info_test_{dev,challenge}.json
+//   lvis_v0.5_{train,val,val_rand_100}      lvis/lvis_v0.5_{train,val,val_rand_100}.json
+//   lvis_v0.5_test                          lvis/lvis_v0.5_image_info_test.json
+//   lvis_v0.5_{train,val}_cocofied          lvis/lvis_v0.5_{train,val}_cocofied.json (COCO's
+//                                           category ids; classes and metadata COCO's 80)
 // so `mkdir datasets && ln -s /path/to/coco datasets/coco` is all COCO needs.
 //
 // Your own datasets, without writing code: set
 //   DETKIT_DATASETS_REGISTER="my_train=/data/my/train.json:/data/my/images;my_val=val.json:imgs"
 // and use the names (`DATASETS.TRAIN "('my_train',)"`). Entries are separated by ';', each one of
 //   name=<annotation json>:<image root>     register_coco_instances: `name` (split at the last ':')
+//   name=lvis:<annotation json>:<image root>
+//                                           register_lvis_instances: `name`
 //   name=panoptic_separated:<instances json>:<image root>:<panoptic json>:<panoptic root>:<sem_seg
 //   root>
 //                                           register_coco_panoptic_separated: `name`_separated and
@@ -36,8 +45,8 @@
 //   name=panoptic:[<instances json>]:<image root>:<panoptic json>:<panoptic root>
 //                                           register_coco_panoptic: `name`
 //   name=voc:<VOC folder>:<split>:<year>    register_pascal_voc: `name` (year 2007 or 2012)
-// The panoptic forms split at every ':' (their paths cannot hold one) and keep one field order:
-// instances json, image root, panoptic json, panoptic root, sem_seg root. Relative paths are
+// The lvis and panoptic forms split at every ':' (their paths cannot hold one) and keep one field
+// order: instances json, image root, panoptic json, panoptic root, sem_seg root. Relative paths are
 // relative to the current directory. In C++: register_coco_instances("my_train", json_file,
 // image_root) and the functions below. More in docs/DATASETS.md.
 #include <map>
@@ -58,6 +67,8 @@ enum class DatasetKind {
   kCocoPanoptic,           // register_coco_panoptic: a COCO panoptic file and its PNGs
   kSemSeg,                 // load_sem_seg: images and label maps paired by stem ("_stuffonly")
   kPascalVoc,              // register_pascal_voc: a VOC folder (image_root) and split
+  kLvisInstances,          // register_lvis_instances: an LVIS file (load_lvis_json)
+  kLvisCocofied,           // lvis_v0.5_*_cocofied: an LVIS file with COCO's categories
 };
 
 /// Where a named dataset lives.
@@ -82,6 +93,10 @@ class DatasetCatalog {
 
   /// Adds a dataset; an error when the name is taken or a field is empty.
   void register_coco_instances(const std::string& name, const std::string& json_file,
+                               const std::string& image_root);
+  /// Detectron2's register_lvis_instances: an LVIS file whose images are under `image_root` as
+  /// their coco_url names them (lvis.h).
+  void register_lvis_instances(const std::string& name, const std::string& json_file,
                                const std::string& image_root);
   /// Detectron2's register_coco_panoptic_separated: registers `name` + "_separated", the
   /// instances of `instances_json` with each image's semantic labels at
@@ -146,6 +161,12 @@ DatasetCatalog& global_catalog();
 void register_coco_instances(const std::string& name, const std::string& json_file,
                              const std::string& image_root);
 
+/// Registers into the global catalog and gives the metadata the files and evaluator type "lvis"
+/// (Detectron2's register_lvis_instances); loading it fills the metadata's things, their
+/// class_image_count and class_frequency from the file's categories.
+void register_lvis_instances(const std::string& name, const std::string& json_file,
+                             const std::string& image_root);
+
 /// Registers into the global catalog and gives the metadata the files (Detectron2's functions of
 /// the same names; see DatasetCatalog).
 void register_coco_panoptic_separated(const std::string& name, const std::string& image_root,
@@ -159,7 +180,7 @@ void register_coco_panoptic(const std::string& name, const std::string& image_ro
 void register_pascal_voc(const std::string& name, const std::string& dirname,
                          const std::string& split, int year);
 
-/// What a dataset's files tell its metadata: the files, the evaluator type ("coco",
+/// What a dataset's files tell its metadata: the files, the evaluator type ("coco", "lvis",
 /// "coco_panoptic_seg", "pascal_voc" with the VOC classes, dirname, split and year), the ignore
 /// label and label divisor of the panoptic kinds.
 void record_files(const DatasetFiles& files, Metadata& m);

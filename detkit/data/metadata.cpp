@@ -123,7 +123,25 @@ void record_things(const std::string& name, const CocoDataset& dataset) {
   std::vector<int64_t> ids;
   for (size_t k = 0; k < dataset.num_classes(); ++k)
     ids.push_back(dataset.category_id_of(static_cast<int>(k)));
-  global_metadata().get(name).set_things(dataset.class_names(), ids);
+  Metadata& m = global_metadata().get(name);
+  m.set_things(dataset.class_names(), ids);
+  if (dataset.format() != JsonFormat::kLvis) return;
+  // Detectron2 takes these from its LVIS v1 tables; detkit from the file's categories.
+  std::vector<int64_t> image_count;
+  std::vector<std::string> frequency;
+  for (const Category& c : dataset.categories()) {
+    if (c.image_count >= 0) image_count.push_back(c.image_count);
+    if (!c.frequency.empty()) frequency.push_back(c.frequency);
+  }
+  auto set_once = [&](auto& field, auto& values, const char* what) {
+    if (values.size() != dataset.num_classes()) return;  // not every category has it
+    if (!field.empty() && field != values)
+      throw Error("metadata of '" + name + "': its " + what + " differs from the categories of " +
+                  dataset.json_file());
+    field = std::move(values);
+  };
+  set_once(m.class_image_count, image_count, "class_image_count");
+  set_once(m.class_frequency, frequency, "class_frequency");
 }
 
 }  // namespace detkit::data

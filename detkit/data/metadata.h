@@ -31,13 +31,16 @@ struct KeypointConnection {
 
 struct Metadata {
   std::string name;
-  std::string evaluator_type;  // "coco" for COCO-format datasets, "coco_panoptic_seg" (panoptic)
+  std::string evaluator_type;  // "coco", "lvis" (LVIS files), "coco_panoptic_seg" (panoptic)
   std::string json_file, image_root;
   /// Pascal VOC datasets (evaluator_type "pascal_voc"): the VOC folder, the split, the year.
   std::string dirname, split;
   int year = 0;
   std::vector<std::string> thing_classes;  // by contiguous id 0..N-1
   std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
+  std::vector<int64_t> class_image_count;  // by contiguous id; LVIS categories' image_count
+  /// By contiguous id; LVIS categories' frequency group: "r" (rare), "c" (common), "f" (frequent).
+  std::vector<std::string> class_frequency;
   /// The semantic classes (Detectron2's stuff_classes) and the dataset's category id of each
   /// (its stuff_dataset_id_to_contiguous_id, inverted). "Panoptic separated" datasets: "things"
   /// (id 0, every thing pixel) then the stuff categories; "panoptic standard" ones: every
@@ -93,7 +96,9 @@ class MetadataCatalog {
 /// The process-wide metadata catalog.
 MetadataCatalog& global_metadata();
 
-/// The things of a loaded COCO file, into `name`'s entry (see Metadata::set_things).
+/// The things of a loaded COCO file, into `name`'s entry (see Metadata::set_things); for an LVIS
+/// file also class_image_count and class_frequency (where every category has them), which, when
+/// set already, must be equal.
 void record_things(const std::string& name, const CocoDataset& dataset);
 
 }  // namespace detkit::data

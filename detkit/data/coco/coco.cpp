@@ -100,11 +100,7 @@ size_t CocoDataset::keep_images_where(const std::function<bool(size_t)>& keep) {
     begins.push_back(begins.back() + image_ann_begin_[i + 1] - image_ann_begin_[i]);
   }
   image_ann_begin_.swap(begins);
-  gather(image_ids_, keep_images);
-  gather(heights_, keep_images);
-  gather(widths_, keep_images);
-  gather(name_begin_, keep_images);
-  gather(name_size_, keep_images);
+  reorder_images(keep_images);
   reorder_annotations(keep_annotations);
   stats_.filtered_images += removed;
   return removed;

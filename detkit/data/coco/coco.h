@@ -29,6 +29,11 @@ struct CocoLoadOptions {
   /// Largest width * height an image may declare: PIL's decompression-bomb threshold
   /// (Image.MAX_IMAGE_PIXELS). A larger image is an error naming it.
   int64_t max_image_pixels = 89478485;
+  /// The file's format; load_lvis_json (lvis.h) sets kLvis.
+  JsonFormat format = JsonFormat::kCoco;
+  /// LVIS only: the category ids need not be 1..K (a COCOfied LVIS file: COCO's ids, whose
+  /// classes the caller then sets with CocoDataset::use_categories).
+  bool lvis_any_category_ids = false;
 };
 
 /// Loads `json_file`; image paths are `image_root`/file_name. Logs what was dropped (spdlog

@@ -32,6 +32,7 @@ struct AnnotationFields {
   double area = 0;
   uint32_t poly_begin = 0, poly_count = 0;  // polygons kept
   size_t dropped_polygons = 0;
+  int64_t first_dropped = -1;  // index in "segmentation" of the first polygon dropped
   bool had_polygons = false;  // the segmentation listed at least one polygon
   int32_t rle = -1;
   double rle_area = 0;
@@ -146,6 +147,7 @@ void read_polygons(od::array& polygons, Element& el, AnnotationFields& f,
     if (bad || n < 6 || n % 2 != 0) {
       coords.resize(start);
       f.dropped_polygons += bad ? 0 : 1;
+      if (!bad && f.first_dropped < 0) f.first_dropped = static_cast<int64_t>(p);
     } else {
       begins.push_back(coords.size());
       ++f.poly_count;
@@ -180,6 +182,22 @@ bool read_keypoints(od::value& value, Element& el, AnnotationFields& f, PodArray
   }
   f.kpt_count = static_cast<uint32_t>(n);
   return true;
+}
+
+// Detectron2's load_lvis_json asserts that every LVIS annotation has polygons, all valid.
+void check_lvis_segmentation(Element& el, const AnnotationFields& f) {
+  if (!(f.seen & kSegmentation)) {
+    el.problem(": missing key \"segmentation\" (LVIS annotations have polygons)");
+  } else if (f.rle >= 0) {
+    el.problem(".segmentation: an RLE; LVIS annotations have polygons");
+  } else if (f.first_dropped >= 0) {
+    el.problem(fmt::format(
+        ".segmentation[{}]: a polygon with fewer than 3 points or an odd number of coordinates "
+        "(Detectron2's load_lvis_json refuses it)",
+        f.first_dropped));
+  } else if (!f.had_polygons && el.problems.empty()) {
+    el.problem(".segmentation: no polygon (LVIS annotations have at least one)");
+  }
 }
 
 }  // namespace
@@ -305,6 +323,8 @@ void CocoDatasetBuilder::Parser::parse_annotation(od::value& value, Element& el)
            el.get_int64(v, ".category_id", f.category_id);
     } else if (key == "bbox") {
       ok = el.first_time(f.seen, bit = kBbox, "bbox") && read_bbox(v, el, f.bbox);
+    } else if (key == "iscrowd" && b.options_.format == JsonFormat::kLvis) {
+      // Not read: Detectron2's load_lvis_json has no crowd regions.
     } else if (key == "iscrowd") {
       ok = el.first_time(f.seen, bit = kIscrowd, "iscrowd") && read_iscrowd(v, el, f.iscrowd);
     } else if (key == "area") {
@@ -355,6 +375,7 @@ void CocoDatasetBuilder::Parser::parse_annotation(od::value& value, Element& el)
     el.problem(fmt::format(".bbox: width and height must be >= 0, got [{}, {}, {}, {}]", f.bbox[0],
                            f.bbox[1], f.bbox[2], f.bbox[3]));
   }
+  if (b.options_.format == JsonFormat::kLvis) check_lvis_segmentation(el, f);
   if ((f.valid & kKeypoints) && !(f.valid & kNumKeypoints)) {
     f.num_keypoints = 0;  // what pycocotools' keypoint evaluation reads; counted when absent
     for (uint32_t k = 2; k < f.kpt_count; k += 3)

@@ -42,6 +42,18 @@ void CocoDatasetBuilder::check_category_ids() {
   categories = std::move(sorted);
 }
 
+void CocoDatasetBuilder::check_lvis_category_ids() {
+  const std::vector<Category>& categories = ds_.categories_;  // sorted by id
+  for (size_t k = 0; k < categories.size(); ++k) {
+    if (categories[k].id == static_cast<int64_t>(k) + 1) continue;
+    problems_.add(fmt::format(
+        "categories: LVIS category ids must be 1..{} (Detectron2's class index is id - 1), but "
+        "the file has id {} where id {} is expected",
+        categories.size(), categories[k].id, k + 1));
+    return;
+  }
+}
+
 void CocoDatasetBuilder::check_image_ids() {
   auto order =
       sorted_positions(ds_.image_ids_.size(), [&](uint32_t i) { return ds_.image_ids_[i]; });
@@ -52,11 +64,7 @@ void CocoDatasetBuilder::check_image_ids() {
                                 ds_.image_ids_[order[k]]));
     }
   }
-  gather(ds_.image_ids_, order);
-  gather(ds_.heights_, order);
-  gather(ds_.widths_, order);
-  gather(ds_.name_begin_, order);
-  gather(ds_.name_size_, order);
+  ds_.reorder_images(order);
   gather(image_element_, order);
 }
 
@@ -145,6 +153,8 @@ void CocoDatasetBuilder::group_annotations_by_image(const PodArray<uint32_t>& im
 
 CocoDataset CocoDatasetBuilder::finish() {
   check_category_ids();
+  if (options_.format == JsonFormat::kLvis && !options_.lvis_any_category_ids)
+    check_lvis_category_ids();
   check_image_ids();
   check_annotation_ids();
   PodArray<uint32_t> image_of;
@@ -165,6 +175,9 @@ CocoDataset CocoDatasetBuilder::finish() {
                       &ds.ann_kpt_begin_, &ds.ann_kpt_count_}) {
     array->shrink_to_fit();
   }
+  for (auto* array : {&ds.neg_begin_, &ds.not_exhaustive_begin_}) array->shrink_to_fit();
+  for (auto* array : {&ds.neg_size_, &ds.not_exhaustive_size_}) array->shrink_to_fit();
+  ds.image_cat_ids_.shrink_to_fit();
   ds.ann_iscrowd_.shrink_to_fit();
   ds.ann_bbox_.shrink_to_fit();
   ds.ann_area_.shrink_to_fit();

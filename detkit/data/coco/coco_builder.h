@@ -35,6 +35,7 @@ class CocoDatasetBuilder {
 
  private:
   void check_category_ids();
+  void check_lvis_category_ids();  // 1..K, as Detectron2's load_lvis_json assumes
   void check_image_ids();
   void check_annotation_ids();
   void resolve_annotations(PodArray<uint32_t>& image_of);

@@ -97,6 +97,59 @@ ImageView CocoDataset::image(size_t i) const {
           heights_[i], widths_[i]};
 }
 
+IdSpan CocoDataset::neg_category_ids(size_t i) const {
+  if (i >= num_images()) {
+    throw std::out_of_range(fmt::format("image {} of a dataset of {}", i, num_images()));
+  }
+  if (neg_begin_.empty()) return {nullptr, 0};
+  return {image_cat_ids_.data() + neg_begin_[i], neg_size_[i]};
+}
+
+IdSpan CocoDataset::not_exhaustive_category_ids(size_t i) const {
+  if (i >= num_images()) {
+    throw std::out_of_range(fmt::format("image {} of a dataset of {}", i, num_images()));
+  }
+  if (not_exhaustive_begin_.empty()) return {nullptr, 0};
+  return {image_cat_ids_.data() + not_exhaustive_begin_[i], not_exhaustive_size_[i]};
+}
+
+void CocoDataset::use_categories(std::vector<Category> categories) {
+  for (size_t k = 1; k < categories.size(); ++k) {
+    if (categories[k].id <= categories[k - 1].id)
+      throw Error(fmt::format("use_categories: ids must be sorted and distinct, got {} after {}",
+                              categories[k].id, categories[k - 1].id));
+  }
+  PodArray<int32_t> classes;
+  classes.reserve(ann_class_.size());
+  for (size_t a = 0; a < ann_class_.size(); ++a) {
+    const int64_t id = categories_[ann_class_[a]].id;
+    auto it = std::lower_bound(categories.begin(), categories.end(), id,
+                               [](const Category& c, int64_t v) { return c.id < v; });
+    if (it == categories.end() || it->id != id) {
+      throw Error(
+          fmt::format("{}: annotation id {} has category id {}, which is not one of the {} "
+                      "categories its classes are taken from",
+                      json_file_, ann_ids_[a], id, categories.size()));
+    }
+    classes.push_back(static_cast<int32_t>(it - categories.begin()));
+  }
+  ann_class_.swap(classes);
+  categories_ = std::move(categories);
+}
+
+void CocoDataset::reorder_images(const std::vector<uint32_t>& order) {
+  gather(image_ids_, order);
+  gather(heights_, order);
+  gather(widths_, order);
+  gather(name_begin_, order);
+  gather(name_size_, order);
+  if (neg_begin_.empty()) return;  // a COCO file: no LVIS lists
+  gather(neg_begin_, order);
+  gather(neg_size_, order);
+  gather(not_exhaustive_begin_, order);
+  gather(not_exhaustive_size_, order);
+}
+
 std::string CocoDataset::image_path(size_t i) const {
   std::string_view name = image(i).file_name;
   if (image_root_.empty()) return std::string(name);
@@ -132,7 +185,10 @@ size_t CocoDataset::num_crowd() const {
 std::vector<std::string> CocoDataset::class_names() const {
   std::vector<std::string> names;
   names.reserve(categories_.size());
-  for (const Category& c : categories_) names.push_back(c.name);
+  for (const Category& c : categories_) {
+    const bool synonym = format_ == JsonFormat::kLvis && !c.synonyms.empty();
+    names.push_back(synonym ? c.synonyms.front() : c.name);
+  }
   return names;
 }
 
@@ -172,12 +228,17 @@ size_t CocoDataset::memory_bytes() const {
   size_t bytes = json_file_.capacity() + image_root_.capacity() + sem_seg_root_.capacity() +
                  names_.capacity() + rle_chars_.capacity() + rles_.capacity() * sizeof(Rle);
   for (const Category& c : categories_) {
-    bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]);
+    bytes += sizeof(Category) + c.name.capacity() + c.skeleton.capacity() * sizeof(c.skeleton[0]) +
+             c.frequency.capacity();
     for (const std::string& k : c.keypoints) bytes += sizeof(k) + k.capacity();
+    for (const std::string& k : c.synonyms) bytes += sizeof(k) + k.capacity();
   }
   bytes += image_ids_.capacity_bytes() + heights_.capacity_bytes() + widths_.capacity_bytes() +
            name_begin_.capacity_bytes() + name_size_.capacity_bytes() +
            image_ann_begin_.capacity_bytes();
+  bytes += neg_begin_.capacity_bytes() + neg_size_.capacity_bytes() +
+           not_exhaustive_begin_.capacity_bytes() + not_exhaustive_size_.capacity_bytes() +
+           image_cat_ids_.capacity_bytes();
   bytes += ann_ids_.capacity_bytes() + ann_class_.capacity_bytes() + ann_iscrowd_.capacity_bytes() +
            ann_bbox_.capacity_bytes() + ann_area_.capacity_bytes() +
            ann_poly_begin_.capacity_bytes() + ann_poly_count_.capacity_bytes() +

@@ -34,12 +34,32 @@ class CocoDataset;
 class CocoDatasetBuilder;
 
 /// One category as the file names it; person-keypoint files also name the category's keypoints
-/// and its skeleton (pairs of 1-based keypoint numbers, COCO's convention).
+/// and its skeleton (pairs of 1-based keypoint numbers, COCO's convention). LVIS files also give
+/// its synonyms (the first is Detectron2's class name), its frequency group ("r" rare, "c"
+/// common, "f" frequent) and the number of images holding it (-1 when the file has none).
 struct Category {
   int64_t id = 0;
   std::string name;
   std::vector<std::string> keypoints;
   std::vector<std::array<int64_t, 2>> skeleton;
+  std::vector<std::string> synonyms;
+  std::string frequency;
+  int64_t image_count = -1;
+};
+
+/// Read-only view of contiguous category ids.
+struct IdSpan {
+  const int64_t* data;
+  size_t size;
+  const int64_t* begin() const { return data; }
+  const int64_t* end() const { return data + size; }
+  int64_t operator[](size_t i) const { return data[i]; }
+};
+
+/// The annotation format a dataset was read from.
+enum class JsonFormat : uint8_t {
+  kCoco,  // COCO instances
+  kLvis,  // LVIS (Detectron2's load_lvis_json): lvis.h
 };
 
 /// One image: its id in the file, its path relative to the image root, and its size.
@@ -169,15 +189,29 @@ class CocoDataset {
   }
   size_t num_crowd() const;
 
+  /// The format of the file it was read from.
+  JsonFormat format() const { return format_; }
+  /// LVIS: the categories image i was checked for and does not hold (its "neg_category_ids"),
+  /// and those not exhaustively annotated on it ("not_exhaustive_category_ids"), as the file
+  /// lists them (dataset category ids); empty for COCO files.
+  IdSpan neg_category_ids(size_t i) const;
+  IdSpan not_exhaustive_category_ids(size_t i) const;
+
   /// Categories sorted by id; a category's class index is its position here.
   const std::vector<Category>& categories() const { return categories_; }
   size_t num_classes() const { return categories_.size(); }
+  /// Class names by class index: the categories' names (LVIS: their first synonym, as
+  /// Detectron2's LVIS metadata, or the name when the file lists none).
   std::vector<std::string> class_names() const;
   /// The file's category id of a class index (results are written with it); an error when out of
   /// range.
   int64_t category_id_of(int class_index) const;
   /// The class index of a category id; an error naming the id when the file has no such category.
   int index_of(int64_t category_id) const;
+  /// Makes `categories` (sorted by id) the classes, numbered by their position there, as
+  /// Detectron2 numbers a COCOfied LVIS file by COCO's 80 categories. An error naming the first
+  /// annotation whose category is not among them; nothing changes then.
+  void use_categories(std::vector<Category> categories);
 
   const CocoLoadStats& stats() const { return stats_; }
   /// Heap bytes held by the dataset (its arrays' capacities).
@@ -191,6 +225,8 @@ class CocoDataset {
   size_t keep_images_where(const std::function<bool(size_t)>& keep);
   /// Puts annotation order[k] at position k in every annotation array.
   void reorder_annotations(const std::vector<uint32_t>& order);
+  /// Puts image order[k] at position k in every per-image array but image_ann_begin_.
+  void reorder_images(const std::vector<uint32_t>& order);
   friend size_t filter_empty_annotations(CocoDataset& dataset);
   friend size_t filter_images_with_few_keypoints(CocoDataset& dataset, int min_keypoints);
   friend CocoDataset load_sem_seg(const std::string& gt_root, const std::string& image_root);
@@ -205,6 +241,7 @@ class CocoDataset {
   };
 
   std::string json_file_, image_root_;
+  JsonFormat format_ = JsonFormat::kCoco;
   std::string sem_seg_root_;  // empty: the images have no semantic label maps
   std::vector<Category> categories_;
 
@@ -215,6 +252,11 @@ class CocoDataset {
   PodArray<uint32_t> name_size_;
   std::string names_;
   PodArray<uint64_t> image_ann_begin_;
+  // LVIS only (empty for COCO): image i's negative / not-exhaustive category ids are
+  // image_cat_ids_[*_begin_[i], + *_size_[i]).
+  PodArray<uint64_t> neg_begin_, not_exhaustive_begin_;
+  PodArray<uint32_t> neg_size_, not_exhaustive_size_;
+  PodArray<int64_t> image_cat_ids_;
 
   // Annotations, grouped by image.
   PodArray<int64_t> ann_ids_;

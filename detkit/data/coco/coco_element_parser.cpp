@@ -113,8 +113,9 @@ bool CocoDatasetBuilder::Element::first_time(uint32_t& seen, uint32_t bit, std::
 
 PoolMarks CocoDatasetBuilder::Parser::marks() const {
   const CocoDataset& ds = b.ds_;
-  return {ds.names_.size(),     ds.coords_.size(),     ds.poly_coord_begin_.size(), ds.rles_.size(),
-          ds.rle_chars_.size(), ds.rle_counts_.size(), ds.kpt_values_.size()};
+  return {ds.names_.size(),      ds.coords_.size(),       ds.poly_coord_begin_.size(),
+          ds.rles_.size(),       ds.rle_chars_.size(),    ds.rle_counts_.size(),
+          ds.kpt_values_.size(), ds.image_cat_ids_.size()};
 }
 
 void CocoDatasetBuilder::Parser::rollback(const PoolMarks& m) {
@@ -126,6 +127,7 @@ void CocoDatasetBuilder::Parser::rollback(const PoolMarks& m) {
   ds.rle_chars_.resize(m.rle_chars);
   ds.rle_counts_.resize(m.rle_counts);
   ds.kpt_values_.resize(m.keypoints);
+  ds.image_cat_ids_.resize(m.image_cat_ids);
 }
 
 void CocoDatasetBuilder::Parser::report(const Element& el, const ElementBatch& batch, size_t k,
@@ -201,6 +203,7 @@ CocoDatasetBuilder::CocoDatasetBuilder(const std::string& json_file, const std::
     : options_(options), problems_(problems), parser_(std::make_unique<Parser>(*this)) {
   ds_.json_file_ = json_file;
   ds_.image_root_ = image_root;
+  ds_.format_ = options.format;
   ds_.poly_coord_begin_.push_back(0);
 }
 
@@ -230,6 +233,10 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
   uint32_t seen = 0, valid = 0;  // keys present; keys whose value has the right type
   int64_t height = 0, width = 0;
   std::string_view file_name;
+  std::string lvis_file_name;  // from coco_url
+  const bool lvis = b.options_.format == JsonFormat::kLvis;
+  neg_begin = not_exhaustive_begin = b.ds_.image_cat_ids_.size();
+  neg_size = not_exhaustive_size = 0;
   const PoolMarks undo = marks();
   for (auto member : object) {
     od::field field;
@@ -238,7 +245,10 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
     od::value v = field.value();
     uint32_t bit = 0;
     bool ok = false;
-    if (key == "id") {
+    if (lvis && parse_lvis_image_field(key, v, el, seen, lvis_file_name)) {
+    } else if (lvis && key == "file_name") {
+      // Not read: LVIS v0.5 names COCO 2014 files here; the file is coco_url's.
+    } else if (key == "id") {
       ok = el.first_time(seen, bit = kId, "id") && el.get_int64(v, ".id", el.id);
       el.has_id = ok;
     } else if (key == "file_name") {
@@ -253,9 +263,14 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
     if (el.failed()) break;
   }
   if (el.failed()) return rollback(undo);
-  for (auto [bit, name] :
-       {std::pair{kId, "id"}, {kFileName, "file_name"}, {kHeight, "height"}, {kWidth, "width"}}) {
+  for (auto [bit, name] : {std::pair{kId, "id"}, {kHeight, "height"}, {kWidth, "width"}}) {
     if (!(seen & bit)) el.problem(fmt::format(": missing key \"{}\"", name));
+  }
+  if (lvis) {
+    finish_lvis_image(el, seen, lvis_file_name);
+    file_name = lvis_file_name;
+  } else if (!(seen & kFileName)) {
+    el.problem(": missing key \"file_name\"");
   }
   constexpr int64_t kMaxSide = std::numeric_limits<int32_t>::max();
   bool sized = (valid & kHeight) && (valid & kWidth);
@@ -273,7 +288,7 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
                     "(CocoLoadOptions::max_image_pixels)",
                     width, height, width * height, b.options_.max_image_pixels));
   }
-  if ((valid & kFileName) && !file_name_stays_inside_root(std::string(file_name))) {
+  if ((valid & kFileName) && !lvis && !file_name_stays_inside_root(std::string(file_name))) {
     el.problem(fmt::format(".file_name: \"{}\" is not a path inside the image root", file_name));
   }
   if (!el.problems.empty()) {
@@ -288,6 +303,12 @@ void CocoDatasetBuilder::Parser::parse_image(od::value& value, Element& el) {
   ds.name_size_.push_back(static_cast<uint32_t>(file_name.size()));
   ds.names_.append(file_name);
   b.image_element_.push_back(el.index);
+  if (lvis) {
+    ds.neg_begin_.push_back(neg_begin);
+    ds.neg_size_.push_back(neg_size);
+    ds.not_exhaustive_begin_.push_back(not_exhaustive_begin);
+    ds.not_exhaustive_size_.push_back(not_exhaustive_size);
+  }
 }
 
 namespace {
@@ -360,6 +381,8 @@ void CocoDatasetBuilder::Parser::parse_category(od::value& value, Element& el) {
         read_keypoint_names(v, el, category.keypoints);
     } else if (key == "skeleton") {
       if (el.first_time(seen, kSkeleton, "skeleton")) read_skeleton(v, el, category.skeleton);
+    } else if (b.options_.format == JsonFormat::kLvis) {
+      parse_lvis_category_field(key, v, el, seen, category);
     }
     if (el.failed()) return;
   }

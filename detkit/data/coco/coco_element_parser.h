@@ -42,7 +42,7 @@ struct CocoDatasetBuilder::Element {
 
 /// Sizes of the dataset's shared pools before an element, to undo a rejected element.
 struct PoolMarks {
-  size_t names, coords, polygons, rles, rle_chars, rle_counts, keypoints;
+  size_t names, coords, polygons, rles, rle_chars, rle_counts, keypoints, image_cat_ids;
 };
 
 struct CocoDatasetBuilder::Parser {
@@ -54,7 +54,16 @@ struct CocoDatasetBuilder::Parser {
   void parse_batch(ElementBatch& batch, const char* array, const char* noun, ParseOne parse_one);
 
   void parse_image(od::value& value, Element& el);
+  /// LVIS's image fields: "coco_url" (the file name is its last two '/'-separated parts, as
+  /// Detectron2's load_lvis_json) and the lists of category ids (lvis_fields.cpp).
+  bool parse_lvis_image_field(od::raw_json_string key, od::value& value, Element& el,
+                              uint32_t& seen, std::string& file_name);
+  /// After an image's fields: its coco_url read and its lists stored (LVIS files only).
+  void finish_lvis_image(Element& el, uint32_t seen, std::string& file_name);
   void parse_category(od::value& value, Element& el);
+  /// LVIS's category fields: "synonyms", "frequency", "image_count" (lvis_fields.cpp).
+  bool parse_lvis_category_field(od::raw_json_string key, od::value& value, Element& el,
+                                 uint32_t& seen, Category& category);
   void parse_annotation(od::value& value, Element& el);  // coco_annotation_parser.cpp
   /// Reads an RLE segmentation into the dataset's pools: its index there, or -1 (after recording
   /// why) when it is invalid. `area` receives its pixel count.
@@ -69,6 +78,9 @@ struct CocoDatasetBuilder::Parser {
   od::parser json;
   std::vector<int64_t> scratch_counts;  // an uncompressed RLE being read
   std::string scratch_chars;            // a compressed RLE being read
+  // The LVIS lists of the image being parsed: offsets into the dataset's image_cat_ids_.
+  uint64_t neg_begin = 0, not_exhaustive_begin = 0;
+  uint32_t neg_size = 0, not_exhaustive_size = 0;
 };
 
 }  // namespace detkit::data
