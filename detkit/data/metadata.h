@@ -35,6 +35,7 @@ struct Metadata {
   std::string json_file, image_root;
   std::vector<std::string> thing_classes;  // by contiguous id 0..N-1
   std::vector<int64_t> thing_dataset_ids;  // the dataset's category id of each contiguous id
+  std::vector<int64_t> class_image_count;  // by contiguous id; LVIS categories' image_count
   /// The semantic classes (Detectron2's stuff_classes) and the dataset's category id of each
   /// (its stuff_dataset_id_to_contiguous_id, inverted). "Panoptic separated" datasets: "things"
   /// (id 0, every thing pixel) then the stuff categories; "panoptic standard" ones: every
