@@ -232,6 +232,10 @@ void check_exportable(const config::CfgNode& cfg) {
   require(cfg, "MODEL.RPN.HEAD_NAME", {"StandardRPNHead"});
   require(cfg, "MODEL.ROI_HEADS.NAME", {"StandardROIHeads", "CascadeROIHeads"});
   require(cfg, "MODEL.ROI_BOX_HEAD.NAME", {"FastRCNNConvFCHead"});
+  if (cfg.get_bool("MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE"))  // the exported graph takes a softmax
+    throw Error(
+        "export: MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE True (sigmoid class scores) has no "
+        "exported form in detkit");
   if (cfg.get_bool("MODEL.MASK_ON"))
     require(cfg, "MODEL.ROI_MASK_HEAD.NAME", {"MaskRCNNConvUpsampleHead"});
   if (cfg.get_bool("MODEL.KEYPOINT_ON"))

@@ -13,6 +13,7 @@
 #include "detkit/data/dataset_mapper.h"
 #include "detkit/data/detection_dataset.h"
 #include "detkit/data/loader.h"
+#include "detkit/data/metadata.h"
 #include "detkit/data/proposal_file.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/precise_bn.h"
@@ -48,6 +49,14 @@ std::set<std::string> keys_read_by_a_run() {
   cascade.merge_from_list({"MODEL.ROI_HEADS.NAME", "CascadeROIHeads",
                            "MODEL.ROI_BOX_HEAD.CLS_AGNOSTIC_BBOX_REG", "True"});
   modeling::build_model(cascade);
+  // The federated loss reads MODEL.ROI_BOX_HEAD.FED_LOSS_* (with counts for the train datasets).
+  for (const std::string& name : cfg.get_string_list("DATASETS.TRAIN"))
+    data::global_metadata().get(name).class_image_count.assign(
+        cfg.get_int("MODEL.ROI_HEADS.NUM_CLASSES"), 1);
+  config::CfgNode fed = cfg;
+  fed.merge_from_list(
+      {"MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE", "True", "MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"});
+  modeling::build_model(fed);
   config::CfgNode panoptic = cfg;  // PanopticFPN reads MODEL.PANOPTIC_FPN.* and SEM_SEG_HEAD.*
   panoptic.merge_from_list({"MODEL.META_ARCHITECTURE", "PanopticFPN", "MODEL.MASK_ON", "True"});
   modeling::build_model(panoptic);
@@ -104,7 +113,6 @@ struct SelectedAway {
 const std::vector<SelectedAway>& selected_away() {
   static const std::vector<SelectedAway> table = {
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
-      {"MODEL.ROI_BOX_HEAD.FED_LOSS_", {"MODEL.ROI_BOX_HEAD.USE_FED_LOSS", "True"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
       {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
   };

@@ -122,6 +122,11 @@ TEST(TorchScriptExportErrors, AComponentWithoutAnExportedFormIsNamedWithItsKey) 
   EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
             "export: MODEL.ROI_HEADS.NAME 'Res5ROIHeads' has no exported form in detkit "
             "(exported: StandardROIHeads, CascadeROIHeads)");
+  cfg.merge_from_list({"MODEL.ROI_HEADS.NAME", "StandardROIHeads", "MODEL.ROI_BOX_HEAD.NAME",
+                       "FastRCNNConvFCHead", "MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE", "True"});
+  EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
+            "export: MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE True (sigmoid class scores) has no "
+            "exported form in detkit");
   cfg = config::get_cfg();
   cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor"});
   EXPECT_NE(testing::error_of([&] { check_exportable(cfg); })

@@ -5,7 +5,9 @@
 
 #include "detkit/layers/losses.h"
 #include "detkit/layers/precision.h"
+#include "detkit/modeling/roi_heads/fed_loss.h"
 #include "detkit/ops/batched_nms.h"
+#include "detkit/utils/class_frequency.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/event_scalars.h"
 
@@ -30,8 +32,25 @@ FastRCNNOutputLayersOptions fast_rcnn_options_from_config(const config::CfgNode&
   if (!layers::is_box_reg_loss_type(o.box_reg_loss_type))
     throw Error("MODEL.ROI_BOX_HEAD.BBOX_REG_LOSS_TYPE '" + o.box_reg_loss_type +
                 "' is not a box regression loss (smooth_l1, giou, diou, ciou)");
-  for (const char* key : {"MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE", "MODEL.ROI_BOX_HEAD.USE_FED_LOSS"})
-    if (cfg.get_bool(key)) throw Error(std::string(key) + " True is not supported yet");
+  o.use_sigmoid_ce = cfg.get_bool("MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE");
+  o.use_fed_loss = cfg.get_bool("MODEL.ROI_BOX_HEAD.USE_FED_LOSS");
+  if (!o.use_fed_loss) return o;
+  if (!o.use_sigmoid_ce)
+    throw Error(
+        "MODEL.ROI_BOX_HEAD.USE_FED_LOSS True needs MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE True (the "
+        "federated loss is a sigmoid cross-entropy), as Detectron2's");
+  o.fed_loss_num_classes = cfg.get_int("MODEL.ROI_BOX_HEAD.FED_LOSS_NUM_CLASSES");
+  if (o.fed_loss_num_classes < 1)
+    throw Error("MODEL.ROI_BOX_HEAD.FED_LOSS_NUM_CLASSES must be at least 1, got " +
+                std::to_string(o.fed_loss_num_classes));
+  o.fed_loss_cls_weights =
+      read_class_frequency_weights(cfg.get_string_list("DATASETS.TRAIN"),
+                                   cfg.get_float("MODEL.ROI_BOX_HEAD.FED_LOSS_FREQ_WEIGHT_POWER"),
+                                   "MODEL.ROI_BOX_HEAD.USE_FED_LOSS");
+  if (static_cast<int64_t>(o.fed_loss_cls_weights.size()) != o.num_classes)
+    throw Error("MODEL.ROI_BOX_HEAD.USE_FED_LOSS True: DATASETS.TRAIN's class_image_count has " +
+                std::to_string(o.fed_loss_cls_weights.size()) +
+                " classes, MODEL.ROI_HEADS.NUM_CLASSES is " + std::to_string(o.num_classes));
   return o;
 }
 
@@ -45,6 +64,17 @@ FastRCNNOutputLayersImpl::FastRCNNOutputLayersImpl(const FastRCNNOutputLayersOpt
   torch::nn::init::normal_(bbox_pred_->weight, 0.0, 0.001);
   cls_score_->bias.zero_();
   bbox_pred_->bias.zero_();
+  if (!o.use_fed_loss) return;
+  if (!o.use_sigmoid_ce) throw Error("FastRCNNOutputLayers: use_fed_loss needs use_sigmoid_ce");
+  if (o.fed_loss_num_classes < 1)
+    throw Error("FastRCNNOutputLayers: fed_loss_num_classes must be at least 1, got " +
+                std::to_string(o.fed_loss_num_classes));
+  if (static_cast<int64_t>(o.fed_loss_cls_weights.size()) != o.num_classes)
+    throw Error("FastRCNNOutputLayers: " + std::to_string(o.fed_loss_cls_weights.size()) +
+                " fed_loss_cls_weights for " + std::to_string(o.num_classes) + " classes");
+  // float32, as Detectron2's buffer (class_freq.float() ** power).
+  fed_loss_cls_weights_ = register_buffer(
+      "fed_loss_cls_weights", at::tensor(o.fed_loss_cls_weights, at::kDouble).to(at::kFloat));
 }
 
 std::pair<at::Tensor, at::Tensor> FastRCNNOutputLayersImpl::forward(const at::Tensor& x) {
@@ -74,6 +104,19 @@ void log_classification_stats(const at::Tensor& logits, const at::Tensor& gt_cla
 }
 }  // namespace
 
+at::Tensor FastRCNNOutputLayersImpl::classification_loss(const at::Tensor& logits,
+                                                         const at::Tensor& gt_classes) const {
+  if (!options_.use_sigmoid_ce)
+    return gt_classes.numel() == 0 ? logits.sum() * 0.0
+                                   : at::cross_entropy_loss(logits, gt_classes);
+  if (!options_.use_fed_loss) return sigmoid_cross_entropy_loss(logits, gt_classes);
+  if (gt_classes.numel() == 0) return logits.sum() * 0.0;  // nothing to draw classes for
+  const at::Tensor classes = fed_loss_classes(gt_classes, options_.fed_loss_num_classes,
+                                              fed_loss_cls_weights_.to(gt_classes.device()));
+  return sigmoid_cross_entropy_loss(logits, gt_classes,
+                                    fed_loss_class_mask(classes, options_.num_classes));
+}
+
 LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor>& predictions,
                                           const std::vector<Instances>& proposals) const {
   const auto& [scores, deltas] = predictions;
@@ -86,8 +129,7 @@ LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor
   }
   at::Tensor gt_classes = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
   log_classification_stats(scores, gt_classes);
-  at::Tensor loss_cls =
-      gt_classes.numel() == 0 ? scores.sum() * 0.0 : at::cross_entropy_loss(scores, gt_classes);
+  at::Tensor loss_cls = classification_loss(scores, gt_classes);
   // Box regression on foreground ROIs, with the deltas of their ground-truth class.
   at::Tensor props = proposal_boxes.empty() ? at::zeros({0, 4}) : at::cat(proposal_boxes);
   at::Tensor targets = gt_boxes.empty() ? at::zeros({0, 4}) : at::cat(gt_boxes);
@@ -159,7 +201,8 @@ std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_boxes(
 std::vector<at::Tensor> FastRCNNOutputLayersImpl::predict_probs(
     const std::pair<at::Tensor, at::Tensor>& predictions,
     const std::vector<Instances>& proposals) const {
-  return at::softmax(layers::fp32_if_reduced(predictions.first), -1)
+  const at::Tensor logits = layers::fp32_if_reduced(predictions.first);
+  return (options_.use_sigmoid_ce ? at::sigmoid(logits) : at::softmax(logits, -1))
       .split_with_sizes(sizes_of(proposals));
 }
 

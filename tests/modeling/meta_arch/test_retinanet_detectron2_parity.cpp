@@ -51,7 +51,7 @@ struct RetinaNetFixture {
 };
 
 #define REQUIRE_FIXTURE(f) \
-  if (!(f).present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
+  if (!(f).fx.present()) GTEST_SKIP() << "fixture absent: " << (f).fx.dir
 
 TEST(RetinaNetParity, FeaturesAnchorsAndHeadOutputsMatchDetectron2) {
   RetinaNetFixture f;
