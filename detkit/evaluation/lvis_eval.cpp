@@ -36,10 +36,15 @@ double numpy_pairwise_sum(const double* a, size_t n) {
   return numpy_pairwise_sum(a, n2) + numpy_pairwise_sum(a + n2, n - n2);
 }
 
-// np.mean(v): the pairwise sum over the count; -1 (lvis-api's) where nothing is defined.
+// np.mean(v): numpy sums in blocks of its buffer size (8192 values), each block pairwise, the
+// blocks one after the other; over the count. -1 (lvis-api's) where nothing is defined.
 double numpy_mean(const std::vector<double>& v) {
   if (v.empty()) return -1.0;
-  return numpy_pairwise_sum(v.data(), v.size()) / static_cast<double>(v.size());
+  constexpr size_t kBuffer = 8192;
+  double sum = 0.;
+  for (size_t begin = 0; begin < v.size(); begin += kBuffer)
+    sum += numpy_pairwise_sum(v.data() + begin, std::min(kBuffer, v.size() - begin));
+  return sum / static_cast<double>(v.size());
 }
 
 bool in_play(double area) { return area > 0 && area < std::numeric_limits<double>::infinity(); }

@@ -29,7 +29,7 @@ LvisGroundTruth two_images() {
   return gt;
 }
 
-LvisResult box(int64_t image, int64_t category, double score, std::array<double, 4> xywh) {
+LvisResult lvis_box(int64_t image, int64_t category, double score, std::array<double, 4> xywh) {
   LvisResult r;
   r.object.image_id = image;
   r.object.category_id = category;
@@ -39,7 +39,7 @@ LvisResult box(int64_t image, int64_t category, double score, std::array<double,
   return r;
 }
 
-double result(const LvisEvalReport& report, const std::string& key) {
+double metric(const LvisEvalReport& report, const std::string& key) {
   for (const auto& [k, v] : report.results)
     if (k == key) return v;
   ADD_FAILURE() << "no " << key;
@@ -49,20 +49,21 @@ double result(const LvisEvalReport& report, const std::string& key) {
 TEST(LVISEval, AHigherScoredFalsePositiveHalvesAPUnlessTheCategoryIsNotExhaustive) {
   LvisGroundTruth gt = two_images();
   auto detections = [] {
-    return std::vector<LvisResult>{box(1, 1, 0.5, {0, 0, 10, 10}), box(1, 1, 0.9, {50, 50, 10, 10}),
-                                   box(2, 2, 0.7, {0, 0, 10, 10})};
+    return std::vector<LvisResult>{lvis_box(1, 1, 0.5, {0, 0, 10, 10}),
+                                   lvis_box(1, 1, 0.9, {50, 50, 10, 10}),
+                                   lvis_box(2, 2, 0.7, {0, 0, 10, 10})};
   };
   // The false positive ranks first: precision 0.5 at full recall for category 1.
   LvisEvalReport report = evaluate_lvis(gt, detections(), IouType::Bbox);
   EXPECT_NEAR(report.per_category_ap.at(1).value(), 0.5, 1e-12);
   EXPECT_NEAR(report.per_category_ap.at(2).value(), 1.0, 1e-12);
   EXPECT_FALSE(report.per_category_ap.at(3));  // no ground truth: undefined
-  EXPECT_NEAR(result(report, "AP"), 0.75, 1e-12);
-  EXPECT_NEAR(result(report, "APf"), 0.5, 1e-12);
-  EXPECT_NEAR(result(report, "APc"), 1.0, 1e-12);
-  EXPECT_EQ(result(report, "APr"), -1.0);  // no rare category with ground truth
-  EXPECT_EQ(result(report, "APl"), -1.0);  // every box is small
-  EXPECT_NEAR(result(report, "AR@300"), 1.0, 1e-12);
+  EXPECT_NEAR(metric(report, "AP"), 0.75, 1e-12);
+  EXPECT_NEAR(metric(report, "APf"), 0.5, 1e-12);
+  EXPECT_NEAR(metric(report, "APc"), 1.0, 1e-12);
+  EXPECT_EQ(metric(report, "APr"), -1.0);  // no rare category with ground truth
+  EXPECT_EQ(metric(report, "APl"), -1.0);  // every box is small
+  EXPECT_NEAR(metric(report, "AR@300"), 1.0, 1e-12);
   // Category 1 not exhaustively annotated on image 1: its unmatched detection is ignored.
   gt.images[0].not_exhaustive_category_ids = {1};
   report = evaluate_lvis(gt, detections(), IouType::Bbox);
@@ -74,7 +75,8 @@ TEST(LVISEval, DetectionsOfCategoriesNeitherAnnotatedNorNegativeAreNotEvaluated)
   LvisGroundTruth gt = two_images();
   // A confident category-2 detection on image 1, where category 2 is not annotated.
   const auto detections = [] {
-    return std::vector<LvisResult>{box(2, 2, 0.5, {0, 0, 10, 10}), box(1, 2, 0.9, {0, 0, 10, 10})};
+    return std::vector<LvisResult>{lvis_box(2, 2, 0.5, {0, 0, 10, 10}),
+                                   lvis_box(1, 2, 0.9, {0, 0, 10, 10})};
   };
   LvisEvalReport report = evaluate_lvis(gt, detections(), IouType::Bbox);
   EXPECT_EQ(report.num_detections_evaluated, 1u);
@@ -89,21 +91,21 @@ TEST(LVISEval, DetectionsOfCategoriesNeitherAnnotatedNorNegativeAreNotEvaluated)
 TEST(LVISEval, GroundTruthWithoutAreaTakesNoPartAndIgnoreFlagsAreHonoured) {
   LvisGroundTruth gt = two_images();
   gt.annotations[1].area = 0;  // category 2's only box: out of play, so category 2 is undefined
-  LvisEvalReport report = evaluate_lvis(gt, {box(2, 2, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
+  LvisEvalReport report = evaluate_lvis(gt, {lvis_box(2, 2, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
   EXPECT_EQ(report.num_ground_truth, 1u);
   EXPECT_EQ(report.num_detections_evaluated, 0u);  // nor is category 2 present on image 2
   EXPECT_FALSE(report.per_category_ap.at(2));
   gt = two_images();
   gt.annotation_ignore[0] = 1;  // the file's "ignore": category 1 has nothing to find
-  report = evaluate_lvis(gt, {box(1, 1, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
+  report = evaluate_lvis(gt, {lvis_box(1, 1, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
   EXPECT_FALSE(report.per_category_ap.at(1));
 }
 
 TEST(LVISEval, KeepsTheHighestScoresPerImageUpToTheCapInAStableOrder) {
   const LvisGroundTruth gt = two_images();
   std::vector<LvisResult> results;
-  for (int i = 0; i < 5; ++i) results.push_back(box(2, 2, i == 3 ? 0.9 : 0.1, {1, 1, 5, 5}));
-  results.push_back(box(1, 1, 0.2, {0, 0, 10, 10}));
+  for (int i = 0; i < 5; ++i) results.push_back(lvis_box(2, 2, i == 3 ? 0.9 : 0.1, {1, 1, 5, 5}));
+  results.push_back(lvis_box(1, 1, 0.2, {0, 0, 10, 10}));
   for (size_t i = 0; i < results.size(); ++i) results[i].index = i;
   const auto kept = lvis_results(results, gt, IouType::Bbox, /*max_dets=*/3);
   // Image 2 first (it appears first): 0.9 then the first two of the 0.1 ties; then image 1.
@@ -118,7 +120,7 @@ TEST(LVISEval, KeepsTheHighestScoresPerImageUpToTheCapInAStableOrder) {
 
 TEST(LVISEval, ResultsTextAndSmallTableFollowLvisApiAndDetectron2) {
   const LvisEvalReport report =
-      evaluate_lvis(two_images(), {box(1, 1, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
+      evaluate_lvis(two_images(), {lvis_box(1, 1, 0.5, {0, 0, 10, 10})}, IouType::Bbox);
   EXPECT_NE(report.summary.find(" Average Precision  (AP) @[ IoU=0.50      | area=   all | "
                                 "maxDets=300 catIds=all] = 0.500\n"),
             std::string::npos)
