@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -178,15 +179,19 @@ LVISEval::ImageEval LVISEval::evaluate_image(const Pair& pair, size_t image,
 }
 
 void LVISEval::evaluate() {
-  const size_t K = gt_.categories.size(), A = params_.area_ranges.size(), I = gt_.images.size();
-  evals_.assign(K * A * I, std::nullopt);
-  for (size_t k = 0; k < K; ++k) {
-    for (size_t i = 0; i < I; ++i) {
-      Pair pair = gather(i, k);
-      if (pair.gt.empty() && pair.dt.empty()) continue;
-      for (size_t a = 0; a < A; ++a)
-        evals_[(k * A + a) * I + i] = evaluate_image(pair, i, params_.area_ranges[a]);
-    }
+  const size_t K = gt_.categories.size(), A = params_.area_ranges.size();
+  evals_.assign(K * A, {});
+  // Only the (image, category) pairs with ground truth or detections, by image then category,
+  // so that each category's evaluations come in image order.
+  std::vector<std::pair<size_t, size_t>> gt_keys, dt_keys, keys;
+  for (const auto& entry : gts_by_) gt_keys.push_back(entry.first);
+  for (const auto& entry : dts_by_) dt_keys.push_back(entry.first);
+  std::set_union(gt_keys.begin(), gt_keys.end(), dt_keys.begin(), dt_keys.end(),
+                 std::back_inserter(keys));
+  for (const auto& [i, k] : keys) {
+    const Pair pair = gather(i, k);
+    for (size_t a = 0; a < A; ++a)
+      evals_[k * A + a].push_back(evaluate_image(pair, i, params_.area_ranges[a]));
   }
   evaluated_ = true;
   accumulated_ = false;
@@ -201,7 +206,7 @@ size_t LVISEval::precision_index(size_t t, size_t r, size_t k, size_t a) const {
 void LVISEval::accumulate() {
   if (!evaluated_) evaluate();
   const size_t T = params_.iou_thresholds.size(), R = params_.recall_thresholds.size();
-  const size_t K = gt_.categories.size(), A = params_.area_ranges.size(), I = gt_.images.size();
+  const size_t K = gt_.categories.size(), A = params_.area_ranges.size();
   precision_.assign(T * R * K * A, -1.0);
   recall_.assign(T * K * A, -1.0);
   const double eps = std::numeric_limits<double>::epsilon();  // np.spacing(1)
@@ -211,18 +216,14 @@ void LVISEval::accumulate() {
       std::vector<double> scores;
       std::vector<std::pair<const ImageEval*, size_t>> where;  // (image eval, column)
       size_t num_gt = 0;
-      bool any = false;
-      for (size_t i = 0; i < I; ++i) {
-        const auto& e = evals_[(k * A + a) * I + i];
-        if (!e) continue;
-        any = true;
-        for (size_t d = 0; d < e->dt_scores.size(); ++d) {
-          scores.push_back(e->dt_scores[d]);
-          where.emplace_back(&*e, d);
+      for (const ImageEval& e : evals_[k * A + a]) {
+        for (size_t d = 0; d < e.dt_scores.size(); ++d) {
+          scores.push_back(e.dt_scores[d]);
+          where.emplace_back(&e, d);
         }
-        for (uint8_t ig : e->gt_ignore) num_gt += ig == 0;
+        for (uint8_t ig : e.gt_ignore) num_gt += ig == 0;
       }
-      if (!any || num_gt == 0) continue;
+      if (num_gt == 0) continue;
       std::vector<size_t> order(scores.size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
