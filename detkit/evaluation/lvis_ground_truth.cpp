@@ -317,28 +317,24 @@ LvisGroundTruth load_lvis_ground_truth(const std::string& path, IouType iou_type
 }
 
 bool is_lvis_json(const std::string& path) {
-  // The first image and the first category decide; reading stops as soon as one of them has an
-  // LVIS field, or both have been seen without.
-  bool seen[2] = {false, false};
+  // The first image or category read decides (LVIS needs both fields: lvis-api reads every
+  // image's negative lists and every category's frequency), so a file is read only up to it.
   dom::parser parser;
   try {
     data::stream_top_level_arrays(
         path, {"images", "categories"}, [&](size_t key, data::ElementBatch& batch) {
-          if (seen[key] || batch.size() == 0) return;
-          seen[key] = true;
+          if (batch.size() == 0) return;
           const std::string_view text = batch.only(0);
           dom::element doc;
-          if (!parser.parse(text.data(), text.size(), false).get(doc)) {
-            dom::object first;
-            dom::element v;
-            if (!doc.at(0).get(first)) {
-              const bool lvis = key == 0 ? !first["neg_category_ids"].get(v) ||
-                                               !first["not_exhaustive_category_ids"].get(v)
-                                         : !first["frequency"].get(v);
-              if (lvis) throw Decided{true};
-            }
+          dom::object first;
+          dom::element v;
+          bool lvis = false;
+          if (!parser.parse(text.data(), text.size(), false).get(doc) && !doc.at(0).get(first)) {
+            lvis = key == 0 ? !first["neg_category_ids"].get(v) ||
+                                  !first["not_exhaustive_category_ids"].get(v)
+                            : !first["frequency"].get(v);
           }
-          if (seen[0] && seen[1]) throw Decided{false};
+          throw Decided{lvis};
         });
   } catch (const Decided& d) {
     return d.lvis;

@@ -47,9 +47,9 @@ struct LvisGroundTruth {
 /// are not LVIS's (an error).
 LvisGroundTruth load_lvis_ground_truth(const std::string& path, IouType iou_type);
 
-/// True when `path` is an LVIS file rather than a COCO one: its first image has
-/// "neg_category_ids" or "not_exhaustive_category_ids", or its first category has "frequency".
-/// Stops reading as soon as it knows.
+/// True when `path` is an LVIS file rather than a COCO one: the first image or category in the
+/// file has LVIS's fields (an image "neg_category_ids" or "not_exhaustive_category_ids", a
+/// category "frequency"). Reads the file only up to that element.
 bool is_lvis_json(const std::string& path);
 
 }  // namespace detkit::evaluation

@@ -165,6 +165,10 @@ TEST(LVISGroundTruth, ReadsImagesCategoriesAndMasks) {
       "coco.json", R"({"images": [{"id": 1, "file_name": "a.jpg", "height": 2, "width": 2}],
                        "annotations": [], "categories": [{"id": 1, "name": "a"}]})");
   EXPECT_FALSE(is_lvis_json(coco));
+  // Categories first: the first category decides.
+  EXPECT_TRUE(is_lvis_json(dir.write(
+      "categories_first.json",
+      R"({"categories": [{"id": 1, "frequency": "f"}], "images": [], "annotations": []})")));
 }
 
 TEST(LVISGroundTruth, NamesTheFileAndTheIdOfBadInput) {
