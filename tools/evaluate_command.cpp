@@ -7,6 +7,8 @@
 //   --iou-type sem_seg --gt-dir LABEL_PNGS --results-dir PRED_PNGS --num-classes N
 //     [--ignore-value 255]: Detectron2's SemSegEvaluator metrics, each prediction PNG scored
 //     against the ground-truth PNG of the same name.
+//   --iou-type bbox|segm with an LVIS --gt (images with neg_category_ids, categories with a
+//     frequency): lvis-api's LVISEval (tools/evaluate_lvis.cpp).
 //   --voc-dir VOCdevkit/VOC2007 --split test --results DIR [--voc-metric 11point|area]: Pascal VOC
 //     AP of per-class <class>.txt files as Detectron2's PascalVOCDetectionEvaluator
 //     (evaluate_voc.h).
@@ -17,10 +19,12 @@
 
 #include "detkit/data/coco/coco.h"
 #include "detkit/evaluation/coco_report.h"
+#include "detkit/evaluation/lvis_ground_truth.h"
 #include "detkit/evaluation/panoptic_report.h"
 #include "detkit/evaluation/sem_seg_evaluation.h"
 #include "detkit/utils/error.h"
 #include "tools/commands.h"
+#include "tools/evaluate_lvis.h"
 #include "tools/evaluate_voc.h"
 
 namespace detkit::tools {
@@ -120,7 +124,8 @@ CommandRunner add_evaluate_command(CLI::App& app) {
       "evaluate",
       "Score results against ground truth: COCO AP/AR (pycocotools' COCOeval), panoptic quality "
       "(panopticapi's pq_compute) or semantic segmentation (Detectron2's SemSegEvaluator)");
-  cmd->add_option("--gt", o->gt, "ground truth: COCO instances JSON, or COCO panoptic JSON");
+  cmd->add_option("--gt", o->gt,
+                  "ground truth: COCO or LVIS instances JSON, or COCO panoptic JSON");
   cmd->add_option("--results", o->results,
                   "results: a COCO results JSON (a list of detections), or a COCO panoptic JSON");
   cmd->add_option("--iou-type", o->iou_type,
@@ -166,6 +171,9 @@ CommandRunner add_evaluate_command(CLI::App& app) {
     }
     if (o->iou_type == "panoptic") return evaluate_panoptic(*o);
     if (o->iou_type == "sem_seg") return evaluate_sem_seg(*o);
+    if ((o->iou_type == "bbox" || o->iou_type == "segm") && !o->gt.empty() &&
+        evaluation::is_lvis_json(o->gt))
+      return evaluate_lvis(o->gt, o->results, o->iou_type, o->json);
     return evaluate_coco(*o);
   };
 }

@@ -21,6 +21,7 @@
 #include "detkit/evaluation/coco_evaluator.h"
 #include "detkit/evaluation/dataset_evaluators.h"
 #include "detkit/evaluation/inference.h"
+#include "detkit/evaluation/lvis_evaluator.h"
 #include "detkit/evaluation/pascal_voc_evaluator.h"
 #include "detkit/solver/auto_scale.h"
 #include "detkit/solver/build.h"
@@ -98,10 +99,17 @@ std::unique_ptr<evaluation::DatasetEvaluator> build_evaluator(const config::CfgN
   // then COCO's (instances; a ProposalNetwork's proposals), then panoptic quality.
   const data::Metadata& metadata = data::global_metadata().get(name);
   const std::string type = metadata.evaluator_type.empty() ? "coco" : metadata.evaluator_type;
+  if (type == "lvis") {  // LVISEvaluator(dataset_name, output_dir): tasks from the predictions
+    if (metadata.json_file.empty())
+      throw Error("dataset '" + name + "' has evaluator_type 'lvis' but no json_file");
+    return std::make_unique<evaluation::LVISEvaluator>(
+        metadata.json_file, std::vector<evaluation::IouType>{}, output_dir,
+        cfg.get_int("TEST.DETECTIONS_PER_IMAGE"), metadata.thing_dataset_ids);
+  }
   if (type != "coco" && type != "coco_panoptic_seg" && type != "sem_seg" && type != "pascal_voc")
     throw Error("dataset '" + name + "' has evaluator_type '" + type +
                 "', which detkit has no evaluator for (coco, coco_panoptic_seg, sem_seg, "
-                "pascal_voc)");
+                "pascal_voc, lvis)");
   std::vector<std::unique_ptr<evaluation::DatasetEvaluator>> evaluators;
   if (type == "pascal_voc") {
     if (dataset.parts().size() != 1)

@@ -33,7 +33,9 @@ void ensure_builtin_datasets(const config::CfgNode& cfg);
 /// The evaluators of dataset `name` (Detectron2's train_net.py build_evaluator), by its metadata's
 /// evaluator_type: "coco" COCOEvaluator (bbox, plus segm / keypoints where MODEL.MASK_ON /
 /// KEYPOINT_ON say); "sem_seg" SemSegEvaluator; "coco_panoptic_seg" all three, with
-/// COCOPanopticEvaluator. Files go to `output_dir` (none when empty). Another type is an error.
+/// COCOPanopticEvaluator; "lvis" LVISEvaluator (the metadata's json_file, at most
+/// TEST.DETECTIONS_PER_IMAGE detections per image). Files go to `output_dir` (none when empty).
+/// Another type is an error.
 std::unique_ptr<evaluation::DatasetEvaluator> build_evaluator(const config::CfgNode& cfg,
                                                               const std::string& name,
                                                               const data::DetectionDataset& dataset,
