@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "detkit/data/catalog.h"
 #include "detkit/data/metadata.h"
 #include "detkit/utils/class_frequency.h"
 #include "detkit/utils/error.h"
@@ -13,6 +14,20 @@ const char* const kFedLossKey = "MODEL.ROI_BOX_HEAD.USE_FED_LOSS";
 std::string fed_loss_where(const std::string& dataset) {
   return std::string(kFedLossKey) + " True: dataset '" + dataset + "'";
 }
+
+// Detectron2 has LVIS's image counts in built-in tables, there before the model is built; detkit
+// reads them from the LVIS file's categories, which the metadata holds once the file is loaded.
+// The model is built before the data loader loads its datasets: an LVIS train dataset whose
+// metadata has no counts yet is loaded here (once more: its records are dropped, the metadata
+// stays).
+Metadata metadata_with_counts(const std::string& name) {
+  Metadata meta = global_metadata().get(name);
+  if (!meta.class_image_count.empty() || !global_catalog().contains(name)) return meta;
+  const DatasetKind kind = global_catalog().get(name).kind;
+  if (kind != DatasetKind::kLvisInstances) return meta;
+  load_dataset(name);
+  return global_metadata().get(name);
+}
 }  // namespace
 
 std::vector<double> fed_loss_class_weights(const std::vector<std::string>& train_datasets,
@@ -22,7 +37,7 @@ std::vector<double> fed_loss_class_weights(const std::vector<std::string>& train
   std::vector<int64_t> counts;
   for (size_t d = 0; d < train_datasets.size(); ++d) {
     const std::string& name = train_datasets[d];
-    const Metadata meta = global_metadata().get(name);
+    const Metadata meta = metadata_with_counts(name);
     if (meta.class_image_count.empty())
       throw Error(fed_loss_where(name) +
                   " has no class_image_count in its metadata (the federated loss " +

@@ -8,45 +8,15 @@
 #include <limits>
 #include <numeric>
 
+#include "detkit/evaluation/numpy_sum.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::evaluation {
 
 namespace {
 
-// numpy's pairwise summation (add.reduce over a contiguous float64 array), so that means are the
-// very doubles np.mean gives.
-double numpy_pairwise_sum(const double* a, size_t n) {
-  if (n < 8) {
-    double s = 0.;
-    for (size_t i = 0; i < n; ++i) s += a[i];
-    return s;
-  }
-  if (n <= 128) {
-    double r[8];
-    for (size_t j = 0; j < 8; ++j) r[j] = a[j];
-    size_t i = 8;
-    for (; i < n - n % 8; i += 8)
-      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
-    double s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) s += a[i];
-    return s;
-  }
-  size_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return numpy_pairwise_sum(a, n2) + numpy_pairwise_sum(a + n2, n - n2);
-}
-
-// np.mean(v): numpy sums in blocks of its buffer size (8192 values), each block pairwise, the
-// blocks one after the other; over the count. -1 (lvis-api's) where nothing is defined.
-double numpy_mean(const std::vector<double>& v) {
-  if (v.empty()) return -1.0;
-  constexpr size_t kBuffer = 8192;
-  double sum = 0.;
-  for (size_t begin = 0; begin < v.size(); begin += kBuffer)
-    sum += numpy_pairwise_sum(v.data() + begin, std::min(kBuffer, v.size() - begin));
-  return sum / static_cast<double>(v.size());
-}
+// np.mean(v), or -1 (lvis-api's) where nothing is defined.
+double lvis_mean(const std::vector<double>& v) { return v.empty() ? -1.0 : numpy_mean(v); }
 
 bool in_play(double area) { return area > 0 && area < std::numeric_limits<double>::infinity(); }
 
@@ -278,7 +248,7 @@ double LVISEval::summarize_one(bool ap, std::optional<double> iou_threshold,
         }
       }
   }
-  return numpy_mean(values);
+  return lvis_mean(values);
 }
 
 void LVISEval::summarize() {
@@ -325,7 +295,7 @@ std::map<int64_t, std::optional<double>> LVISEval::per_category_ap() const {
         if (v > -1) values.push_back(v);
       }
     out[gt_.categories[k].id] =
-        values.empty() ? std::nullopt : std::optional<double>(numpy_mean(values));
+        values.empty() ? std::nullopt : std::optional<double>(lvis_mean(values));
   }
   return out;
 }

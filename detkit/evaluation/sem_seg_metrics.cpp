@@ -8,6 +8,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "detkit/evaluation/numpy_sum.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::evaluation {
@@ -33,27 +34,6 @@ void ConfusionMatrix::add(const ConfusionMatrix& other) {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double pairwise_sum(const double* a, size_t n) {
-  if (n < 8) {
-    double sum = 0.;
-    for (size_t i = 0; i < n; ++i) sum += a[i];
-    return sum;
-  }
-  if (n <= 128) {
-    double r[8];
-    for (size_t j = 0; j < 8; ++j) r[j] = a[j];
-    size_t i = 8;
-    for (; i < n - n % 8; i += 8)
-      for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
-    double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) sum += a[i];
-    return sum;
-  }
-  size_t half = n / 2;
-  half -= half % 8;
-  return pairwise_sum(a, half) + pairwise_sum(a + half, n - half);
-}
 
 // Python's repr of a float: the shortest round-trip digits, ".0" on integral values.
 std::string python_float(double v) {
@@ -82,10 +62,6 @@ nlohmann::ordered_json number_or_null(double v) {
 std::string percent_cell(double v) { return std::isnan(v) ? "nan" : fmt::format("{:.3f}", v); }
 
 }  // namespace
-
-double numpy_sum(const std::vector<double>& values) {
-  return 0. + pairwise_sum(values.data(), values.size());
-}
 
 SemSegMetrics sem_seg_metrics(const ConfusionMatrix& matrix, const ConfusionMatrix* boundary) {
   const int64_t c = matrix.num_classes();

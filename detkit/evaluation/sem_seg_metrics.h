@@ -66,7 +66,4 @@ std::string sem_seg_metrics_table(const SemSegMetrics& metrics,
 std::vector<int64_t> label_boundary(const std::vector<int64_t>& labels, int64_t height,
                                     int64_t width);
 
-/// numpy's sum of a float64 array (0 + its pairwise sum, 8 partial sums in blocks of 128).
-double numpy_sum(const std::vector<double>& values);
-
 }  // namespace detkit::evaluation

@@ -13,7 +13,7 @@
 
 #include "detkit/data/voc/pascal_voc.h"
 #include "detkit/data/voc/voc_xml.h"
-#include "detkit/evaluation/sem_seg_metrics.h"
+#include "detkit/evaluation/numpy_sum.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::evaluation {

@@ -151,7 +151,7 @@ TEST(LvisCatalog, MalformedRegistrations) {
                   "register_lvis_instances(\"b\", \"\", \"imgs\"): the name, the json file and the "
                   "image root must all be given");
   expect_contains(error_of([&] { catalog.register_from_string("c=x.json", "VAR"); }),
-                  "or name=lvis:<annotation json>:<image root>)");
+                  "or name=lvis:<annotation json>:<image root>");
   expect_contains(error_of([&] { catalog.register_from_string("lvis_v1_val=lvis:x:y", "VAR"); }),
                   "dataset 'lvis_v1_val' is already registered");
 }
