@@ -5,6 +5,7 @@ import sys
 import torch
 
 import detkit  # noqa: F401  (registers detkit's ops)
+from checks import check, finish, raises
 from detkit.layers import (Conv2d, DeformConv, FrozenBatchNorm2d, ModulatedDeformConv, ROIAlign,
                            ShapeSpec, batched_nms, cat, ciou_loss, diou_loss, get_norm,
                            giou_loss, nms, nonzero_tuple, paste_masks_in_image, roi_align,
@@ -17,22 +18,6 @@ except ImportError:
     print("SKIPPED: torchvision (the ops' oracle, requirements.txt) is not importable")
     sys.exit(77)
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def raises(error, fn, text):
-    try:
-        fn()
-    except error as e:
-        check(text in str(e), f"{error.__name__} naming '{text}': {e}")
-        return
-    check(False, f"no {error.__name__} ('{text}')")
 
 
 torch.manual_seed(1)
@@ -174,6 +159,4 @@ conv = Conv2d(5, 3, 3, padding=1, bias=False, norm=get_norm("FrozenBN", 3),
 expected = torch.relu(conv.norm(torch.nn.functional.conv2d(x, conv.weight, padding=1)))
 check(torch.equal(conv(x), expected), "Conv2d applies its norm and activation after the conv")
 
-if failures:
-    sys.exit(f"{len(failures)} checks failed")
-print("OK")
+finish()

@@ -1,34 +1,18 @@
 """detkit.structures as Detectron2's: Boxes, BoxMode.convert, the pairwise measures, ImageList,
 Instances.cat — numbers against plain formulas written here, and the errors."""
 import math
-import sys
 
 import numpy as np
 import torch
 
 import detkit  # noqa: F401  (registers detkit's ops)
+from checks import check, finish, raises
 from detkit.structures import (BitMasks, Boxes, BoxMode, ImageList, Instances, PolygonMasks,
                                ROIMasks, matched_pairwise_iou, pairwise_ioa, pairwise_iou,
                                pairwise_point_box_distance, polygons_to_bitmask)
 from detkit.structures import Keypoints, heatmaps_to_keypoints
 from detkit.structures.masks import rasterize_polygons_within_box
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def raises(error, fn, text):
-    try:
-        fn()
-    except error as e:
-        check(text in str(e), f"{error.__name__} naming '{text}': {e}")
-        return
-    check(False, f"no {error.__name__} ('{text}')")
 
 
 def iou_by_formula(a, b):
@@ -235,6 +219,4 @@ check(valid.tolist() == [[True, True, False, False]],
 check(len(Keypoints.cat([points, points])) == 2 and len(points[0]) == 1, "Keypoints cat / index")
 raises(ValueError, lambda: Keypoints(torch.zeros(2, 3)), "(N, K, 3)")
 
-if failures:
-    sys.exit(f"{len(failures)} checks failed")
-print("OK")
+finish()

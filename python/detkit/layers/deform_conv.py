@@ -57,6 +57,15 @@ class _DeformConvBase(nn.Module):
             out = self.activation(out)
         return out
 
+    def extra_repr(self):  # stride, padding, dilation as each subclass keeps them (Detectron2's)
+        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, "
+                f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, groups={self.groups}, "
+                f"deformable_groups={self.deformable_groups}, bias={self.bias is not None}")
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.extra_repr()})"
+
 
 class DeformConv(_DeformConvBase):
     """Deformable convolution v1 (no bias by default, as Detectron2's)."""
@@ -71,15 +80,6 @@ class DeformConv(_DeformConvBase):
     def forward(self, x, offset):
         return self._run(x, offset, None)
 
-    def extra_repr(self):
-        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, "
-                f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, groups={self.groups}, "
-                f"deformable_groups={self.deformable_groups}, bias={self.bias is not None}")
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self.extra_repr()})"
-
 
 class ModulatedDeformConv(_DeformConvBase):
     """Deformable convolution v2: sampled values weighted by a mask (bias by default)."""
@@ -93,12 +93,3 @@ class ModulatedDeformConv(_DeformConvBase):
 
     def forward(self, x, offset, mask):
         return self._run(x, offset, mask)
-
-    def extra_repr(self):
-        return (f"in_channels={self.in_channels}, out_channels={self.out_channels}, "
-                f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, groups={self.groups}, "
-                f"deformable_groups={self.deformable_groups}, bias={self.bias is not None}")
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self.extra_repr()})"
