@@ -41,6 +41,8 @@ DatasetMapperOptions dataset_mapper_options_from_config(const config::CfgNode& c
   }
   options.mask_format =
       mask_format_from_config(cfg.get_bool("MODEL.MASK_ON"), cfg.get_string("INPUT.MASK_FORMAT"));
+  options.recompute_boxes =
+      is_train && cfg.get_bool("INPUT.CROP.ENABLED") && cfg.get_bool("MODEL.MASK_ON");
   // Only training maps keypoints (Detectron2 computes the indices for the test mapper too, so
   // evaluating a dataset without keypoint metadata fails there for nothing).
   if (is_train && cfg.get_bool("MODEL.KEYPOINT_ON"))
@@ -128,7 +130,8 @@ structures::ModelInput DatasetMapper::operator()(const CocoDataset& dataset, siz
     }
     input.instances = transform_instance_targets(
         dataset, image_index, transforms, image.rows, image.cols, options_.mask_format,
-        options_.keypoint_hflip_indices.empty() ? nullptr : &options_.keypoint_hflip_indices);
+        options_.keypoint_hflip_indices.empty() ? nullptr : &options_.keypoint_hflip_indices,
+        options_.recompute_boxes);
   }
   return input;
 }

@@ -39,6 +39,8 @@ struct DatasetMapperOptions {
   /// (DATASETS.PRECOMPUTED_PROPOSAL_TOPK_TRAIN / _TEST) kept after the transforms; else nullptr.
   std::shared_ptr<const ProposalTable> proposals;
   int64_t proposal_topk = 0;
+  /// Training with INPUT.CROP.ENABLED and MODEL.MASK_ON: gt_boxes from the cut masks.
+  bool recompute_boxes = false;
 };
 
 /// Detectron2's DatasetMapper.from_config: build_augmentation(cfg, is_train), INPUT.FORMAT,

@@ -104,9 +104,11 @@ std::array<double, 4> coco_bbox_to_xyxy(const std::array<double, 4>& xywh) {
   return {x, y, x1, y1};
 }
 
-structures::Instances transform_instance_targets(
-    const CocoDataset& dataset, size_t image_index, const TransformList& transforms, int new_h,
-    int new_w, MaskFormat mask_format, const std::vector<int64_t>* keypoint_flip_indices) {
+structures::Instances transform_instance_targets(const CocoDataset& dataset, size_t image_index,
+                                                 const TransformList& transforms, int new_h,
+                                                 int new_w, MaskFormat mask_format,
+                                                 const std::vector<int64_t>* keypoint_flip_indices,
+                                                 bool recompute_boxes) {
   std::vector<float> boxes, keypoints;
   std::vector<int64_t> classes;
   std::vector<std::vector<Polygon>> polygons;
@@ -140,8 +142,9 @@ structures::Instances transform_instance_targets(
     std::vector<Polygon> instance;
     for (size_t k = 0; k < a.num_polygons(); ++k) {
       CoordSpan xy = a.polygon(k);
-      instance.push_back(transforms.apply_polygon(Polygon(xy.begin(), xy.end())));
+      instance.emplace_back(xy.begin(), xy.end());
     }
+    instance = transforms.apply_polygons(std::move(instance));
     if (mask_format == MaskFormat::kBitmask) {
       bitmasks.push_back(structures::polygons_to_bitmask(instance, new_h, new_w));
     } else {
@@ -163,9 +166,19 @@ structures::Instances transform_instance_targets(
     at::Tensor stacked = n > 0 ? at::stack(bitmasks) : at::zeros({0, new_h, new_w}, at::kBool);
     targets.set("gt_masks", structures::BitMasks(stacked));
   }
+  if (recompute_boxes) {
+    if (mask_format == MaskFormat::kNone)
+      throw Error("transform_instance_targets: recomputing boxes needs instance masks");
+    targets.set("gt_boxes", mask_format == MaskFormat::kPolygon
+                                ? targets.polygon_masks("gt_masks").get_bounding_boxes()
+                                : targets.bit_masks("gt_masks").get_bounding_boxes());
+  }
+  // Detectron2's filter_empty_instances: boxes with both sides above 1e-5, masks non-empty.
   at::Tensor keep = targets.boxes("gt_boxes").nonempty(kEmptyBoxThreshold);
   if (mask_format == MaskFormat::kBitmask) {
     keep = keep.logical_and(targets.bit_masks("gt_masks").nonempty());
+  } else if (mask_format == MaskFormat::kPolygon) {
+    keep = keep.logical_and(targets.polygon_masks("gt_masks").nonempty());
   }
   if (keep.all().item<bool>()) return targets;
   return targets.index(keep);

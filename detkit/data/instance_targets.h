@@ -36,10 +36,13 @@ std::array<double, 4> coco_bbox_to_xyxy(const std::array<double, 4>& xywh);
 /// BitMasks of (new_h, new_w)) and, when `keypoint_flip_indices` is given (one entry per
 /// keypoint: Metadata::keypoint_flip_indices), gt_keypoints (N, K, 3) float32. An error naming
 /// the file and annotation id when a mask is needed but the annotation has none, an RLE meets the
-/// polygon format, or an annotation has another number of keypoints than K.
+/// polygon format, or an annotation has another number of keypoints than K. `recompute_boxes`
+/// (a crop with masks, as Detectron2's DatasetMapper): gt_boxes become the masks' bounding boxes,
+/// which bound a cropped object tightly where its cut box does not.
 structures::Instances transform_instance_targets(
     const CocoDataset& dataset, size_t image_index, const TransformList& transforms, int new_h,
-    int new_w, MaskFormat mask_format, const std::vector<int64_t>* keypoint_flip_indices = nullptr);
+    int new_w, MaskFormat mask_format, const std::vector<int64_t>* keypoint_flip_indices = nullptr,
+    bool recompute_boxes = false);
 
 /// Detectron2's transform_keypoint_annotations for one annotation's keypoints (x, y, v per
 /// keypoint, already + 0.5), in place.

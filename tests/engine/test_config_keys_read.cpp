@@ -94,6 +94,9 @@ std::set<std::string> keys_read_by_a_run() {
   config::CfgNode precise_bn = cfg;  // TEST.PRECISE_BN.NUM_ITER, read when precise BN is on
   precise_bn.merge_from_list({"TEST.PRECISE_BN.ENABLED", "True"});
   build_precise_bn_hook(precise_bn, *trainer.model(), seed, 0);
+  config::CfgNode crop = cfg;  // INPUT.CROP.TYPE and SIZE, read when the training crop is on
+  crop.merge_from_list({"INPUT.CROP.ENABLED", "True"});
+  data::dataset_mapper_options_from_config(crop, true);
   config::CfgNode clip = cfg;
   clip.merge_from_list({"SOLVER.CLIP_GRADIENTS.ENABLED", "True"});
   solver::build_optimizer(clip, *trainer.model());
@@ -114,7 +117,6 @@ const std::vector<SelectedAway>& selected_away() {
   static const std::vector<SelectedAway> table = {
       {"MODEL.ANCHOR_GENERATOR.ANGLES", {"MODEL.ANCHOR_GENERATOR.NAME", "RotatedAnchorGenerator"}},
       {"TEST.AUG.", {"TEST.AUG.ENABLED", "True"}},
-      {"INPUT.CROP.", {"INPUT.CROP.ENABLED", "True"}},
   };
   return table;
 }

@@ -6,8 +6,8 @@
 // is checked against the file's family. The zoo's datasets (COCO, LVIS, Cityscapes, Pascal VOC)
 // are replaced by what the file needs of coco_tiny: its instances (80 classes), its persons'
 // synthetic keypoints, its synthetic panoptic ground truth (_separated for Panoptic FPN,
-// _stuffonly for SemanticSegmentor), and a proposal file for Fast R-CNN; a setting detkit
-// refuses is turned off by name (kZooRefusedSettingsOff). A suite per group of folders, so CTest
+// _stuffonly for SemanticSegmentor), and a proposal file for Fast R-CNN; every setting runs as
+// written (the X-152 file's INPUT.CROP included). A suite per group of folders, so CTest
 // runs the groups in parallel; ZooRuns.EveryZooFileIsRun checks no file is left out.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -43,13 +43,6 @@ const std::string kZooPanoptic = kZooShared + "/fixtures/panoptic_pq/";
 
 // Zoo files not run, with the reason: none.
 const std::map<std::string, std::string> kZooNotRun = {};
-
-// Settings of a zoo file that detkit refuses (config/unimplemented.h), turned off so that the
-// rest of the file runs; each is printed with the file's line.
-const std::map<std::string, std::vector<std::string>> kZooRefusedSettingsOff = {
-    // Detectron2's RandomCrop (INPUT.CROP.*) is not implemented.
-    {"Misc/cascade_mask_rcnn_X_152_32x8d_FPN_IN5k_gn_dconv.yaml", {"INPUT.CROP.ENABLED", "False"}},
-};
 
 // The model-zoo files: every .yaml of configs/ but Base-*, quick/ and Torchvision-Comparisons/
 // (those are built by BuildConfigs and trained by cli.train.quick_*), sorted.
@@ -285,12 +278,6 @@ void zoo_run(const std::string& name) {
   config::CfgNode cfg = config::get_cfg();
   cfg.merge_from_file(kZooConfigs + name);
   cfg.merge_from_list(zoo_small_overrides());
-  std::string off;
-  if (const auto it = kZooRefusedSettingsOff.find(name); it != kZooRefusedSettingsOff.end()) {
-    cfg.merge_from_list(it->second);
-    for (size_t i = 0; i < it->second.size(); i += 2)
-      off += ", " + it->second[i] + " " + it->second[i + 1] + " (refused by detkit)";
-  }
   // A "range" of sizes (the X-152 file's) takes two: 56 to 64 px.
   const bool range = cfg.get_string("INPUT.MIN_SIZE_TRAIN_SAMPLING") == "range";
   cfg.merge_from_list({"INPUT.MIN_SIZE_TRAIN", range ? "(56, 64)" : "(64,)"});
@@ -301,7 +288,7 @@ void zoo_run(const std::string& name) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "[ zoo ] " << name << " (" << cfg.get_string("MODEL.META_ARCHITECTURE") << ", "
-            << dataset << off << "): losses" << losses << "; " << outputs << "; "
+            << dataset << "): losses" << losses << "; " << outputs << "; "
             << std::to_string(seconds).substr(0, 4) << " s\n"
             << std::flush;
 }

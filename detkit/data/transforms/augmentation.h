@@ -3,6 +3,7 @@
 // size from the sample's SampleRng. The draws happen in list order, one sample at a time.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,13 +57,39 @@ class RandomFlip : public Augmentation {
   bool horizontal_;
 };
 
+/// Cuts a random window out (Detectron2's RandomCrop, INPUT.CROP.TYPE and INPUT.CROP.SIZE): the
+/// window's (height, width) for an (h, w) image is, by type,
+///   "relative":       (int(h * s0 + 0.5), int(w * s1 + 0.5));
+///   "relative_range": as "relative" with s0, s1 drawn in [s0, 1] and [s1, 1] (two uniform draws;
+///                     the sizes float32 first, as Detectron2's np.float32 array);
+///   "absolute":       (min(s0, h), min(s1, w));
+///   "absolute_range": an integer drawn in [min(h, s0), min(h, s1)], then one in [min(w, s0),
+///                     min(w, s1)];
+/// then its top edge is drawn in [0, h - height] and its left edge in [0, w - width].
+class RandomCrop : public Augmentation {
+ public:
+  enum class Type { kRelative, kRelativeRange, kAbsolute, kAbsoluteRange };
+  /// `type` one of the four names above; `size` two values (see there). Errors name the value.
+  RandomCrop(const std::string& type, std::vector<double> size);
+  std::shared_ptr<const Transform> get_transform(int height, int width,
+                                                 SampleRng& rng) const override;
+  /// The window's (height, width) for an image of (height, width); draws as get_transform does.
+  std::pair<int, int> get_crop_size(int height, int width, SampleRng& rng) const;
+
+ private:
+  Type type_;
+  std::vector<double> size_;
+};
+
 /// Draws every augmentation's transform in order, each seeing the size the previous ones made.
 TransformList apply_augmentations(const AugmentationList& augmentations, int height, int width,
                                   SampleRng& rng);
 
 /// Detectron2's build_augmentation: ResizeShortestEdge from INPUT.MIN_SIZE_TRAIN,
 /// MAX_SIZE_TRAIN, MIN_SIZE_TRAIN_SAMPLING (training) or MIN_SIZE_TEST, MAX_SIZE_TEST; then for
-/// training RandomFlip(0.5) as INPUT.RANDOM_FLIP says ("horizontal", "vertical", "none").
+/// training RandomFlip(0.5) as INPUT.RANDOM_FLIP says ("horizontal", "vertical", "none"). For
+/// training with INPUT.CROP.ENABLED, RandomCrop(INPUT.CROP.TYPE, INPUT.CROP.SIZE) goes first, as
+/// Detectron2's DatasetMapper.from_config inserts it.
 AugmentationList build_augmentation(const config::CfgNode& cfg, bool is_train);
 
 }  // namespace detkit::data

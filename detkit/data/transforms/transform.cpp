@@ -5,6 +5,7 @@
 #include <string>
 
 #include "detkit/data/transforms/pil_resize.h"
+#include "detkit/data/transforms/polygon_crop.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -19,6 +20,46 @@ std::array<double, 4> Transform::apply_box(const std::array<double, 4>& xyxy) co
     out[1] = std::min(out[1], corners[2 * k + 1]);
     out[2] = std::max(out[2], corners[2 * k]);
     out[3] = std::max(out[3], corners[2 * k + 1]);
+  }
+  return out;
+}
+
+std::vector<std::vector<double>> Transform::apply_polygons(
+    std::vector<std::vector<double>> polygons) const {
+  for (auto& p : polygons) apply_coords(p.data(), p.size() / 2);
+  return polygons;
+}
+
+CropTransform::CropTransform(int x0, int y0, int w, int h) : x0_(x0), y0_(y0), w_(w), h_(h) {
+  if (x0 < 0 || y0 < 0 || w <= 0 || h <= 0) {
+    throw Error("CropTransform: the window needs x0, y0 >= 0 and a positive size, got x0 " +
+                std::to_string(x0) + ", y0 " + std::to_string(y0) + ", " + std::to_string(w) + "x" +
+                std::to_string(h) + " (width x height)");
+  }
+}
+
+cv::Mat CropTransform::apply_image(const cv::Mat& image) const {
+  if (x0_ + w_ > image.cols || y0_ + h_ > image.rows) {
+    throw Error("CropTransform: the window x0 " + std::to_string(x0_) + ", y0 " +
+                std::to_string(y0_) + ", " + std::to_string(w_) + "x" + std::to_string(h_) +
+                " (width x height) is not inside the " + std::to_string(image.cols) + "x" +
+                std::to_string(image.rows) + " image");
+  }
+  return image(cv::Rect(x0_, y0_, w_, h_));
+}
+
+void CropTransform::apply_coords(double* xy, size_t num_points) const {
+  for (size_t i = 0; i < num_points; ++i) xy[2 * i] -= x0_, xy[2 * i + 1] -= y0_;
+}
+
+std::vector<std::vector<double>> CropTransform::apply_polygons(
+    std::vector<std::vector<double>> polygons) const {
+  std::vector<std::vector<double>> out;
+  for (const auto& p : polygons) {
+    for (auto& piece : crop_polygon(p, x0_, y0_, x0_ + w_, y0_ + h_)) {
+      apply_coords(piece.data(), piece.size() / 2);
+      out.push_back(std::move(piece));
+    }
   }
   return out;
 }
@@ -97,13 +138,16 @@ std::array<double, 4> TransformList::apply_box(std::array<double, 4> xyxy) const
   return xyxy;
 }
 
-std::vector<double> TransformList::apply_polygon(std::vector<double> xy) const {
-  if (xy.size() % 2 != 0) {
-    throw Error("TransformList::apply_polygon: odd number of coordinates (" +
-                std::to_string(xy.size()) + ")");
+std::vector<std::vector<double>> TransformList::apply_polygons(
+    std::vector<std::vector<double>> polygons) const {
+  for (const auto& p : polygons) {
+    if (p.size() % 2 != 0) {
+      throw Error("TransformList::apply_polygons: odd number of coordinates (" +
+                  std::to_string(p.size()) + ")");
+    }
   }
-  for (const auto& t : transforms_) t->apply_coords(xy.data(), xy.size() / 2);
-  return xy;
+  for (const auto& t : transforms_) polygons = t->apply_polygons(std::move(polygons));
+  return polygons;
 }
 
 cv::Mat TransformList::apply_segmentation(const cv::Mat& mask) const {

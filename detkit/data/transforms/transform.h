@@ -21,6 +21,10 @@ class Transform {
   virtual cv::Mat apply_segmentation(const cv::Mat& mask) const = 0;
   /// An XYXY box: its 4 corners mapped, then their min and max (Detectron2's apply_box).
   std::array<double, 4> apply_box(const std::array<double, 4>& xyxy) const;
+  /// Polygons (x0, y0, x1, y1, ...): each one's points mapped; a crop cuts them first, so one
+  /// polygon may give none or several.
+  virtual std::vector<std::vector<double>> apply_polygons(
+      std::vector<std::vector<double>> polygons) const;
 };
 
 /// Leaves everything as it is (a resize to short side 0, a flip not drawn).
@@ -70,6 +74,24 @@ class VFlipTransform : public Transform {
   int height_;
 };
 
+/// Cuts the window x in [x0, x0 + w), y in [y0, y0 + h) out of an image of at least that size
+/// (Detectron2's CropTransform): points move by (-x0, -y0); polygons are cut to the window
+/// first (polygon_crop.h), as Detectron2 cuts them with shapely.
+class CropTransform : public Transform {
+ public:
+  CropTransform(int x0, int y0, int w, int h);
+  cv::Mat apply_image(const cv::Mat& image) const override;
+  void apply_coords(double* xy, size_t num_points) const override;
+  cv::Mat apply_segmentation(const cv::Mat& mask) const override { return apply_image(mask); }
+  std::vector<std::vector<double>> apply_polygons(
+      std::vector<std::vector<double>> polygons) const override;
+  int new_height() const { return h_; }
+  int new_width() const { return w_; }
+
+ private:
+  int x0_, y0_, w_, h_;
+};
+
 /// Transforms applied in order; boxes go through each transform's apply_box in turn, as in
 /// Detectron2's TransformList.
 class TransformList {
@@ -80,8 +102,9 @@ class TransformList {
 
   cv::Mat apply_image(const cv::Mat& image) const;
   std::array<double, 4> apply_box(std::array<double, 4> xyxy) const;
-  /// A polygon x0, y0, x1, y1, ...; returns the mapped copy.
-  std::vector<double> apply_polygon(std::vector<double> xy) const;
+  /// One instance's polygons (x0, y0, x1, y1, ...) through each transform's apply_polygons: the
+  /// mapped polygons, fewer or more of them after a crop.
+  std::vector<std::vector<double>> apply_polygons(std::vector<std::vector<double>> polygons) const;
   cv::Mat apply_segmentation(const cv::Mat& mask) const;
 
  private:

@@ -2,7 +2,9 @@
 // against numbers worked out by hand.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
+#include <string>
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/transforms/augmentation.h"
@@ -77,8 +79,8 @@ TEST(Transforms, FlipsMirrorBoxesAndPolygons) {
   TransformList list;
   list.push_back(std::make_shared<ResizeTransform>(50, 100, 100, 200));  // x2 both ways
   list.push_back(std::make_shared<HFlipTransform>(200));
-  EXPECT_EQ(list.apply_polygon({10, 5, 20, 5, 20, 15}),
-            (std::vector<double>{180, 10, 160, 10, 160, 30}));
+  EXPECT_EQ(list.apply_polygons({{10, 5, 20, 5, 20, 15}}),
+            (std::vector<std::vector<double>>{{180, 10, 160, 10, 160, 30}}));
   EXPECT_EQ(list.apply_box({10, 5, 20, 15}), (std::array<double, 4>{160, 10, 180, 30}));
 }
 
@@ -186,6 +188,126 @@ TEST(BuildAugmentation, FollowsTheConfig) {
   cfg.set("INPUT.RANDOM_FLIP", "none");
   cfg.set("INPUT.MIN_SIZE_TRAIN_SAMPLING", "range");  // needs two values
   EXPECT_THROW(build_augmentation(cfg, true), Error);
+}
+
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one with: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(RandomCrop, SizesFollowDetectron2sFourTypes) {
+  SampleRng rng(1, 0);
+  // relative: int(h * 0.5 + 0.5), int(w * 0.25 + 0.5): 480x640 -> 240x160.
+  EXPECT_EQ(RandomCrop("relative", {0.5, 0.25}).get_crop_size(480, 640, rng), Shape(240, 160));
+  // absolute: min(size, side).
+  EXPECT_EQ(RandomCrop("absolute", {300, 700}).get_crop_size(480, 640, rng), Shape(300, 640));
+  // relative_range: the two uniform draws u0, u1 of the same generator; sizes float32 first.
+  SampleRng a(5, 3), b(5, 3);
+  const double u0 = b.uniform(), u1 = b.uniform();
+  const double s = static_cast<float>(0.9);
+  const Shape expected(static_cast<int>(480 * (s + u0 * (1 - s)) + 0.5),
+                       static_cast<int>(640 * (s + u1 * (1 - s)) + 0.5));
+  EXPECT_EQ(RandomCrop("relative_range", {0.9, 0.9}).get_crop_size(480, 640, a), expected);
+  // absolute_range: each side an integer in [min(side, lo), min(side, hi)].
+  RandomCrop range("absolute_range", {384, 600});
+  std::set<int> heights;
+  for (uint64_t i = 0; i < 200; ++i) {
+    SampleRng r(2, i);
+    const auto [h, w] = range.get_crop_size(480, 640, r);
+    EXPECT_GE(h, 384);
+    EXPECT_LE(h, 480);
+    EXPECT_GE(w, 384);
+    EXPECT_LE(w, 600);
+    heights.insert(h);
+  }
+  EXPECT_GT(heights.size(), 20u);
+}
+
+TEST(RandomCrop, WindowsLieInsideTheImageAndReachItsEdges) {
+  RandomCrop crop("relative_range", {0.5, 0.5});
+  bool left = false, bottom = false;
+  for (uint64_t i = 0; i < 300; ++i) {
+    SampleRng rng(9, i);
+    auto t = crop.get_transform(30, 40, rng);
+    const auto* window = dynamic_cast<const CropTransform*>(t.get());
+    ASSERT_NE(window, nullptr);
+    // The window's corners through apply_coords: (x0, y0) -> (0, 0).
+    double corner[2] = {0, 0};
+    window->apply_coords(corner, 1);
+    const double x0 = -corner[0], y0 = -corner[1];
+    EXPECT_GE(x0, 0);
+    EXPECT_GE(y0, 0);
+    EXPECT_LE(x0 + window->new_width(), 40);
+    EXPECT_LE(y0 + window->new_height(), 30);
+    left |= x0 == 0;
+    bottom |= y0 + window->new_height() == 30;
+  }
+  EXPECT_TRUE(left && bottom);
+}
+
+TEST(RandomCrop, BadSettingsAreNamed) {
+  expect_error([] { RandomCrop("square", {0.5, 0.5}); }, "INPUT.CROP.TYPE must be");
+  expect_error([] { RandomCrop("relative", {0.5}); }, "INPUT.CROP.SIZE must have 2 values");
+  expect_error([] { RandomCrop("relative", {0.5, 1.5}); }, "each value must be in (0, 1]");
+  expect_error([] { RandomCrop("absolute", {0.5, 10}); }, "each value must be an integer >= 1");
+  expect_error(
+      [] {
+        RandomCrop("absolute_range", {600, 384});
+      },
+      "the first value (min) must not exceed the second (max)");
+  // A relative window of no pixels on a tiny image.
+  SampleRng rng(1, 0);
+  expect_error(
+      [&] {
+        RandomCrop("relative", {0.1, 0.1}).get_transform(3, 3, rng);
+      },
+      "does not fit a 3x3 image");
+}
+
+TEST(CropTransform, CutsImagesMasksPointsAndPolygons) {
+  cv::Mat image(4, 5, CV_8UC1);
+  for (int i = 0; i < 20; ++i) image.data[i] = static_cast<uchar>(i);
+  const CropTransform crop(1, 2, 3, 2);  // x in [1, 4), y in [2, 4)
+  const cv::Mat cut = crop.apply_image(image);
+  ASSERT_EQ(cut.rows, 2);
+  ASSERT_EQ(cut.cols, 3);
+  EXPECT_EQ(cut.at<uchar>(0, 0), 11);
+  EXPECT_EQ(cut.at<uchar>(1, 2), 18);
+  EXPECT_EQ(crop.apply_segmentation(image).at<uchar>(1, 0), 16);
+  EXPECT_EQ(crop.apply_box({0, 0, 3, 3}), (std::array<double, 4>{-1, -2, 2, 1}));
+  // The triangle (0,0), (4,0), (0,4) in the window x in [1, 4], y in [2, 4]: the triangle
+  // (1,2), (2,2), (1,3) moved by (-1, -2).
+  const auto polygons = crop.apply_polygons({{0, 0, 4, 0, 0, 4}, {10, 10, 11, 10, 11, 11}});
+  ASSERT_EQ(polygons.size(), 1u);
+  std::set<std::pair<double, double>> points;
+  for (size_t k = 0; k < polygons[0].size(); k += 2)
+    points.insert({polygons[0][k], polygons[0][k + 1]});
+  EXPECT_EQ(points, (std::set<std::pair<double, double>>{{0, 0}, {1, 0}, {0, 1}}));
+  expect_error([&] { CropTransform(3, 3, 3, 2).apply_image(image); },
+               "is not inside the 5x4 image");
+}
+
+TEST(BuildAugmentation, CropComesFirstInTrainingOnly) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list(
+      {"INPUT.CROP.ENABLED", "True", "INPUT.CROP.TYPE", "absolute", "INPUT.CROP.SIZE", "[8, 8]"});
+  const auto train = build_augmentation(cfg, true);
+  ASSERT_EQ(train.size(), 3u);
+  EXPECT_NE(dynamic_cast<const RandomCrop*>(train[0].get()), nullptr);
+  EXPECT_EQ(build_augmentation(cfg, false).size(), 1u);
+  // The size the resize sees is the window's: 8x8 to short side 800 is 800x800.
+  SampleRng rng(3, 0);
+  const TransformList list = apply_augmentations(train, 20, 30, rng);
+  cv::Mat image(20, 30, CV_8UC3, cv::Scalar(1, 2, 3));
+  const cv::Mat out = list.apply_image(image);
+  EXPECT_EQ(out.rows, 800);
+  EXPECT_EQ(out.cols, 800);
+  cfg.merge_from_list({"INPUT.CROP.TYPE", "relative"});
+  expect_error([&] { build_augmentation(cfg, true); }, "each value must be in (0, 1]");
 }
 
 }  // namespace
