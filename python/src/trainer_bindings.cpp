@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "detkit/data/catalog.h"
+#include "detkit/data/voc/pascal_voc.h"
 #include "detkit/engine/defaults.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/utils/error.h"
@@ -74,6 +75,17 @@ void bind_trainer(py::module_& m) {
       py::arg("trainer"), py::arg("cfg"), py::arg("dataset"), py::arg("output_dir"));
   m.def("register_coco_instances", &data::register_coco_instances, py::arg("name"),
         py::arg("json_file"), py::arg("image_root"));
+  m.def("register_lvis_instances", &data::register_lvis_instances, py::arg("name"),
+        py::arg("json_file"), py::arg("image_root"));
+  m.def("register_pascal_voc", &data::register_pascal_voc, py::arg("name"), py::arg("dirname"),
+        py::arg("split"), py::arg("year"));
+  m.def("register_coco_panoptic", &data::register_coco_panoptic, py::arg("name"),
+        py::arg("image_root"), py::arg("panoptic_root"), py::arg("panoptic_json"),
+        py::arg("instances_json"));
+  m.def("register_coco_panoptic_separated", &data::register_coco_panoptic_separated,
+        py::arg("name"), py::arg("image_root"), py::arg("panoptic_root"), py::arg("panoptic_json"),
+        py::arg("sem_seg_root"), py::arg("instances_json"));
+  m.def("voc_class_names", [] { return data::voc_class_names(); });
   m.def("registered_datasets", [] { return data::global_catalog().names(); });
   m.def(
       "default_setup",

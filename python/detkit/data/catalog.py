@@ -98,11 +98,69 @@ MetadataCatalog = _MetadataCatalog()
 
 def register_coco_instances(name, metadata, json_file, image_root):
     """Detectron2's register_coco_instances: a COCO instances file and its image folder."""
-    if name in DatasetCatalog:
-        raise _C.Error(f"Dataset '{name}' is already registered!")
+    _require_free(name)
     _C.register_coco_instances(name, str(json_file), str(image_root))
     MetadataCatalog.get(name).set(json_file=str(json_file), image_root=str(image_root),
                                   evaluator_type="coco", **metadata)
+
+
+def register_lvis_instances(name, metadata, json_file, image_root):
+    """Detectron2's register_lvis_instances: an LVIS file (images found by their coco_url's file
+    name under image_root), scored by the LVIS evaluator."""
+    _require_free(name)
+    _C.register_lvis_instances(name, str(json_file), str(image_root))
+    MetadataCatalog.get(name).set(json_file=str(json_file), image_root=str(image_root),
+                                  evaluator_type="lvis", **metadata)
+
+
+def register_pascal_voc(name, dirname, split, year, class_names=None):
+    """Detectron2's register_pascal_voc: the images of ImageSets/Main/<split>.txt under a VOC
+    folder, with their Annotations/*.xml. detkit reads the 20 VOC classes (Detectron2's
+    CLASS_NAMES) only: other class_names are a detkit.Error."""
+    voc = list(_C.voc_class_names())
+    if class_names is not None and list(class_names) != voc:
+        raise _C.Error(f"register_pascal_voc('{name}', ...): class_names {list(class_names)} are not "
+                       f"Detectron2's 20 VOC classes; detkit reads those only")
+    _require_free(name)
+    _C.register_pascal_voc(name, str(dirname), str(split), int(year))
+    MetadataCatalog.get(name).set(thing_classes=voc, dirname=str(dirname), year=int(year),
+                                  split=str(split))
+
+
+def register_coco_panoptic(name, metadata, image_root, panoptic_root, panoptic_json,
+                           instances_json=None):
+    """Detectron2's register_coco_panoptic: panoptic PNGs and their JSON (and the instances file,
+    optional), scored by the COCO panoptic evaluator."""
+    _require_free(name)
+    _C.register_coco_panoptic(name, str(image_root), str(panoptic_root), str(panoptic_json),
+                              "" if instances_json is None else str(instances_json))
+    MetadataCatalog.get(name).set(panoptic_root=str(panoptic_root), image_root=str(image_root),
+                                  panoptic_json=str(panoptic_json), json_file=instances_json,
+                                  evaluator_type="coco_panoptic_seg", ignore_label=255,
+                                  label_divisor=1000, **metadata)
+
+
+def register_coco_panoptic_separated(name, metadata, image_root, panoptic_root, panoptic_json,
+                                     sem_seg_root, instances_json):
+    """Detectron2's register_coco_panoptic_separated: registers name + "_separated" (instances and
+    the semantic PNGs of stuff, things as one class) and name + "_stuffonly" (the semantic PNGs)."""
+    for registered in (name + "_separated", name + "_stuffonly"):
+        _require_free(registered)
+    _C.register_coco_panoptic_separated(name, str(image_root), str(panoptic_root),
+                                        str(panoptic_json), str(sem_seg_root), str(instances_json))
+    MetadataCatalog.get(name + "_separated").set(
+        panoptic_root=str(panoptic_root), image_root=str(image_root),
+        panoptic_json=str(panoptic_json), sem_seg_root=str(sem_seg_root),
+        json_file=str(instances_json), evaluator_type="coco_panoptic_seg", ignore_label=255,
+        **metadata)
+    MetadataCatalog.get(name + "_stuffonly").set(
+        sem_seg_root=str(sem_seg_root), image_root=str(image_root), evaluator_type="sem_seg",
+        ignore_label=255, **metadata)
+
+
+def _require_free(name):
+    if name in DatasetCatalog or name in _C.registered_datasets():
+        raise _C.Error(f"Dataset '{name}' is already registered!")
 
 
 def materialize_datasets(cfg):
