@@ -53,7 +53,8 @@ for trial in range(40):
                 if not (torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
                         and got[1].dtype == torch.int8):
                     worst += 1
-check(worst == 0, f"Matcher (eager and scripted) equals the per-prediction loop: {worst} mismatches")
+check(worst == 0,
+      f"Matcher (eager and scripted) equals the per-prediction loop: {worst} mismatches")
 matches, labels = Matcher([0.3, 0.7], [0, -1, 1])(torch.zeros(0, 5))
 check(torch.equal(matches, torch.zeros(5, dtype=torch.int64)) and
       torch.equal(labels, torch.zeros(5, dtype=torch.int8)), "no ground truth: labels[0] for all")

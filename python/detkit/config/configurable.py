@@ -74,7 +74,8 @@ def _arguments_from_config(from_config_func, *args, **kwargs):
     passed_on = {name: kwargs.pop(name) for name in list(kwargs) if name not in parameters}
     arguments = from_config_func(*args, **kwargs)
     if not isinstance(arguments, dict):
-        raise TypeError(f"from_config must return a dict of arguments, got {type(arguments).__name__}")
+        raise TypeError(f"from_config must return a dict of arguments, got "
+                        f"{type(arguments).__name__}")
     arguments.update(passed_on)
     return arguments
 

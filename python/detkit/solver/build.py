@@ -31,7 +31,8 @@ def _gradient_clipper(clip_cfg):
         return lambda p: torch.nn.utils.clip_grad_value_(p, value)
     if clip_type == "norm":
         return lambda p: torch.nn.utils.clip_grad_norm_(p, value, norm_type)
-    raise ValueError(f"SOLVER.CLIP_GRADIENTS.CLIP_TYPE must be 'value' or 'norm', got {clip_type!r}")
+    raise ValueError(f"SOLVER.CLIP_GRADIENTS.CLIP_TYPE must be 'value' or 'norm', got "
+                     f"{clip_type!r}")
 
 
 def maybe_add_gradient_clipping(cfg, optimizer):
@@ -182,8 +183,8 @@ def build_lr_scheduler(cfg, optimizer: torch.optim.Optimizer) -> LRScheduler:
                                                     num_decays=solver.NUM_DECAYS,
                                                     num_updates=max_iter)
     else:
-        raise ValueError(f"Unknown LR scheduler: SOLVER.LR_SCHEDULER_NAME {name!r} (WarmupMultiStepLR, "
-                         "WarmupCosineLR or WarmupStepWithFixedGammaLR)")
+        raise ValueError(f"Unknown LR scheduler: SOLVER.LR_SCHEDULER_NAME {name!r} "
+                         "(WarmupMultiStepLR, WarmupCosineLR or WarmupStepWithFixedGammaLR)")
     schedule = WarmupParamScheduler(schedule, solver.WARMUP_FACTOR,
                                     min(solver.WARMUP_ITERS / max_iter, 1.0),
                                     solver.WARMUP_METHOD, solver.RESCALE_INTERVAL)

@@ -90,7 +90,8 @@ class WarmupMultiStepLR(LRScheduler):
         logger.warning("WarmupMultiStepLR is deprecated! Use LRMultiplier with a "
                        "MultiStepParamScheduler instead!")
         if list(milestones) != sorted(milestones):
-            raise ValueError(f"Milestones should be a list of increasing integers. Got {milestones}")
+            raise ValueError(f"WarmupMultiStepLR: milestones should be a list of increasing "
+                             f"integers. Got {milestones}")
         self.milestones = list(milestones)
         self.gamma = gamma
         self.warmup_factor = warmup_factor

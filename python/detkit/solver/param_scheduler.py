@@ -158,7 +158,8 @@ class CompositeParamScheduler(ParamScheduler):
 
     def __call__(self, where: float) -> float:
         start, i = 0.0, 0
-        while i < len(self._schedulers) - 1 and where + self.WHERE_EPSILON > start + self._lengths[i]:
+        last = len(self._schedulers) - 1
+        while i < last and where + self.WHERE_EPSILON > start + self._lengths[i]:
             start += self._lengths[i]
             i += 1
         if self._interval_scaling[i] == "rescaled":

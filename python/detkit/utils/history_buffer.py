@@ -8,7 +8,8 @@ class HistoryBuffer:
     def __init__(self, max_length: int = 1000000):
         """max_length: how many (value, iteration) pairs are kept; older ones are dropped."""
         if not isinstance(max_length, int) or max_length < 1:
-            raise ValueError(f"HistoryBuffer(max_length=) must be a positive int, got {max_length!r}")
+            raise ValueError(f"HistoryBuffer(max_length=) must be a positive int, got "
+                             f"{max_length!r}")
         self._max_length = max_length
         self._data = []  # [(value, iteration)], oldest first
         self._count = 0
@@ -28,7 +29,8 @@ class HistoryBuffer:
         if not self._data:
             raise IndexError(f"HistoryBuffer.{what}: no value has been recorded")
         if not isinstance(window, int) or window < 1:
-            raise ValueError(f"HistoryBuffer.{what}(window=) must be a positive int, got {window!r}")
+            raise ValueError(f"HistoryBuffer.{what}(window=) must be a positive int, got "
+                             f"{window!r}")
         return [v for v, _ in self._data[-window:]]
 
     def latest(self) -> float:
