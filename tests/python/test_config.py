@@ -78,6 +78,26 @@ assert "frozen" in error_of(lambda: setattr(cfg.SOLVER, "MAX_ITER", 1))
 cfg.defrost()
 cfg.SOLVER.MAX_ITER = 1
 
+# merge_from_other_cfg: a dict-made CfgNode sets only its keys; a whole config sets all of them
+target = get_cfg()
+target.MODEL.WEIGHTS = "kept.pth"
+partial = CfgNode({"SOLVER": {"LR_SCHEDULER_NAME": "WarmupCosineLR", "BASE_LR": 5.0,
+                              "STEPS": (10, 20)}})
+assert partial.SOLVER.BASE_LR == 5.0 and partial.MODEL.WEIGHTS == ""  # others: the defaults
+target.merge_from_other_cfg(partial.clone())
+assert (target.SOLVER.LR_SCHEDULER_NAME, target.SOLVER.BASE_LR, target.SOLVER.STEPS,
+        target.MODEL.WEIGHTS) == ("WarmupCosineLR", 5.0, [10, 20], "kept.pth")
+target.merge_from_other_cfg({"SOLVER": {"MAX_ITER": 7}})
+assert target.SOLVER.MAX_ITER == 7 and target.SOLVER.BASE_LR == 5.0
+target.merge_from_other_cfg(get_cfg())  # a whole config: every key, as yacs
+assert target == get_cfg()
+assert "NOT_A_KEY" in error_of(lambda: CfgNode({"SOLVER": {"NOT_A_KEY": 1}}))
+assert "NOT_A_KEY" in error_of(lambda: target.merge_from_other_cfg({"MODEL": {"NOT_A_KEY": 1}}))
+assert "MAX_ITER" in error_of(lambda: target.merge_from_other_cfg({"SOLVER": {"MAX_ITER": "x"}}))
+assert "CfgNode or a dict" in error_of(lambda: target.merge_from_other_cfg(3), TypeError)
+target.freeze()
+assert "frozen" in error_of(lambda: target.merge_from_other_cfg({"SOLVER": {"MAX_ITER": 8}}))
+
 # The model zoo: Detectron2's names, detkit's shipped configs.
 from detkit import model_zoo  # noqa: E402
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Hooks written in Python (Detectron2's HookBase) in detkit's DefaultTrainer: they run after
-every step with trainer.iter and trainer.storage.latest(); an exception one raises ends train()
+every step with trainer.iter and trainer.storage.latest() (trainer.storage is
+get_event_storage() during train()); an exception one raises ends train()
 and reaches the caller; Ctrl-C (SIGINT, sent here by a hook to its own process at a known step)
 lets the step finish, saves its checkpoint and raises detkit.Preempted, a KeyboardInterrupt, as
 `detkit train` exits 75; resume_or_load(resume=True) then continues at the next iteration.
@@ -13,6 +14,7 @@ import detkit
 from detkit.config import get_cfg
 from detkit.data import register_coco_instances
 from detkit.engine import DefaultTrainer, HookBase
+from detkit.utils.events import get_event_storage, has_event_storage
 from small_shapes import small_shapes
 
 shared, source, detkit_binary = sys.argv[1:4]
@@ -41,7 +43,9 @@ class Recorder(HookBase):
         self.seen.append("before_train")
 
     def after_step(self):
-        latest = self.trainer.storage.latest()
+        storage = get_event_storage()  # Detectron2's hooks read the trainer's storage so
+        assert storage is self.trainer.storage and storage.iter == self.trainer.iter, storage
+        latest = storage.latest()
         self.seen.append((self.trainer.iter, latest["total_loss"][1], latest["total_loss"][0]))
 
     def after_train(self):
@@ -58,6 +62,7 @@ assert recorder.seen[0] == "before_train" and recorder.seen[-1] == "after_train"
 steps = recorder.seen[1:-1]
 assert [s[0] for s in steps] == [0, 1, 2] and all(s[0] == s[1] for s in steps), steps
 assert all(s[2] > 0 for s in steps)
+assert not has_event_storage(), "the trainer's storage is left when train() returns"
 
 
 class Fails(HookBase):

@@ -1,5 +1,7 @@
 """detkit.config: get_cfg() and CfgNode as Detectron2's (detectron2.config), over detkit's own
-config tree: the same keys, defaults, types and errors as `detkit train` / the YAML files."""
+config tree: the same keys, defaults, types and errors as `detkit train` / the YAML files; and
+Detectron2's @configurable."""
 from .config import CfgNode, get_cfg
+from .configurable import configurable
 
-__all__ = ["CfgNode", "get_cfg"]
+__all__ = ["CfgNode", "configurable", "get_cfg"]

@@ -6,13 +6,36 @@ from .._C import CfgTree, Error
 from .._C import get_cfg as _defaults
 
 
+def _flatten(nested, prefix=""):
+    """{"SOLVER": {"BASE_LR": 0.1}} -> [("SOLVER.BASE_LR", 0.1)]."""
+    items = []
+    for name, value in nested.items():
+        if isinstance(value, dict):
+            items += _flatten(value, f"{prefix}{name}.")
+        else:
+            items.append((prefix + name, value))
+    return items
+
+
 class CfgNode:
     """One section of a config tree (the whole tree at the root). Sections are views: a value set
-    through cfg.MODEL is set in cfg."""
+    through cfg.MODEL is set in cfg.
+
+    CfgNode({"SOLVER": {"BASE_LR": 0.1}}): Detectron2's config from a dict, for
+    merge_from_other_cfg. A Detectron2 CfgNode(dict) holds only the dict's keys; here the others
+    read as detkit's defaults, and merging it sets only the dict's keys."""
 
     def __init__(self, tree=None, prefix=""):
+        explicit = None
+        if isinstance(tree, dict):
+            explicit = _flatten(tree)
+            tree = _defaults()
+            for key, value in explicit:
+                tree.set(key, value)  # an unknown key or a wrong type: the tree's error
+            explicit = [key for key, _ in explicit]
         object.__setattr__(self, "_tree", tree if tree is not None else _defaults())
         object.__setattr__(self, "_prefix", prefix)
+        object.__setattr__(self, "_explicit", explicit)
 
     def _key(self, name):
         return self._prefix + name
@@ -79,6 +102,25 @@ class CfgNode:
             else:
                 self._tree.set(key, value)
 
+    def merge_from_other_cfg(self, cfg_other):
+        """Sets here every key cfg_other holds: a CfgNode (all its keys; one made from a dict:
+        that dict's keys) or a nested dict of KEY: value. Each key as merge_from_list sets it:
+        an unknown key or a value of another type is the tree's error, naming it."""
+        self._root_only("merge_from_other_cfg")
+        if isinstance(cfg_other, dict):
+            items = _flatten(cfg_other)
+        elif isinstance(cfg_other, CfgNode):
+            cfg_other._root_only("merge_from_other_cfg (of its argument)")
+            keys = cfg_other._explicit
+            if keys is None:
+                keys = cfg_other._tree.leaf_keys()
+            items = [(key, cfg_other._tree.get(key)) for key in keys]
+        else:
+            raise TypeError(f"merge_from_other_cfg takes a CfgNode or a dict, got "
+                            f"{type(cfg_other).__name__}")
+        for key, value in items:
+            self._tree.set(key, value)
+
     def freeze(self):
         self._tree.freeze()
 
@@ -90,7 +132,9 @@ class CfgNode:
 
     def clone(self):
         self._root_only("clone")
-        return CfgNode(self._tree.clone())
+        copy = CfgNode(self._tree.clone())
+        object.__setattr__(copy, "_explicit", self._explicit)
+        return copy
 
     def dump(self, **kwargs):
         """The YAML text Detectron2's cfg.dump() writes (keys sorted); the whole tree."""

@@ -3,6 +3,8 @@ import weakref
 from .. import _C
 from ..data.catalog import materialize_datasets
 from ..structures import Boxes, Instances
+from ..utils.events import _entered
+from .trainer_storage import TrainerStorage
 
 
 class DefaultPredictor:
@@ -48,6 +50,7 @@ class DefaultTrainer:
         self.cfg = cfg.clone()
         self.cfg.freeze()
         self._trainer = _C.Trainer(self.cfg._tree, _C.default_setup(self.cfg._tree))
+        self._storage = TrainerStorage(self._trainer)
 
     def resume_or_load(self, resume=True):
         """resume: continue from OUTPUT_DIR/last_checkpoint when there is one; else (or with
@@ -75,23 +78,16 @@ class DefaultTrainer:
 
     @property
     def storage(self):
-        return _Storage(self._trainer)
+        """The trainer's event storage (TrainerStorage: latest(), iter), get_event_storage()'s
+        during train()."""
+        return self._storage
 
     def train(self):
         """Trains to SOLVER.MAX_ITER. Ctrl-C (SIGINT) or SIGTERM lets the step finish, saves a
         checkpoint and raises detkit.Preempted, a KeyboardInterrupt naming it (`detkit train`
         exits 75 there); resume_or_load(resume=True) continues from it."""
-        self._trainer.train()
-
-
-class _Storage:
-    """The trainer's event storage, as far as Detectron2's hooks read it."""
-
-    def __init__(self, trainer):
-        self._trainer = trainer
-
-    def latest(self):
-        return self._trainer.storage_latest()
+        with _entered(self._storage):
+            self._trainer.train()
 
 
 class _ModelOf:

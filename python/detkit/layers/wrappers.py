@@ -12,9 +12,12 @@ def cat(tensors: List[torch.Tensor], dim: int = 0) -> torch.Tensor:
 
 
 def nonzero_tuple(x: torch.Tensor):
-    """x.nonzero(as_tuple=True), also for a 0-d tensor."""
-    if x.dim() == 0:
-        return x.unsqueeze(0).nonzero().unbind(1)
+    """x.nonzero(as_tuple=True), also for a 0-d tensor and in TorchScript (which has no
+    as_tuple)."""
+    if torch.jit.is_scripting() or x.dim() == 0:
+        if x.dim() == 0:
+            x = x.unsqueeze(0)
+        return x.nonzero().unbind(1)
     return x.nonzero(as_tuple=True)
 
 

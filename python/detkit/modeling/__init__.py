@@ -1,0 +1,6 @@
+"""detkit.modeling from Python: the first of Detectron2's detectron2.modeling modules (matcher,
+box_regression). detkit's models themselves run in C++ (DefaultTrainer, DefaultPredictor)."""
+from .box_regression import Box2BoxTransform, Box2BoxTransformLinear, Box2BoxTransformRotated
+from .matcher import Matcher
+
+__all__ = ["Box2BoxTransform", "Box2BoxTransformLinear", "Box2BoxTransformRotated", "Matcher"]
