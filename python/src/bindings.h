@@ -8,6 +8,7 @@ void bind_comm(pybind11::module_& m);       // comm_bindings.cpp: launch environ
 void bind_config(pybind11::module_& m);     // config_bindings.cpp: CfgTree, get_cfg
 void bind_keypoints(pybind11::module_& m);  // keypoints_bindings.cpp: heatmap encode / decode
 void bind_masks(pybind11::module_& m);      // masks_bindings.cpp: PolygonMasks, BitMasks
+void bind_metadata(pybind11::module_& m);   // metadata_bindings.cpp: metadata_of
 void bind_model_zoo(pybind11::module_& m);  // model_zoo_bindings.cpp
 void bind_predictor(pybind11::module_& m);  // predictor_bindings.cpp: Predictor
 void bind_trainer(pybind11::module_& m);    // trainer_bindings.cpp: Trainer, the catalog

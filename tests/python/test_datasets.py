@@ -128,4 +128,19 @@ assert {"py_pan", "py_pan2_separated", "py_pan2_stuffonly"} <= registered
 expect_error(lambda: register_coco_panoptic_separated("py_pan2", {}, "i", "p", "p.json", "s",
                                                       "i.json"),
              "Dataset 'py_pan2_separated' is already registered!")
+# Built-in names come with their metadata, as Detectron2's MetadataCatalog gives them (the
+# tutorial's Visualizer(..., MetadataCatalog.get(cfg.DATASETS.TRAIN[0])) labels with them).
+coco = MetadataCatalog.get("coco_2017_val")
+assert len(coco.thing_classes) == 80 and coco.thing_classes[3] == "motorcycle", coco.thing_classes
+assert coco.thing_dataset_id_to_contiguous_id[4] == 3 and coco.evaluator_type == "coco"
+people = MetadataCatalog.get("keypoints_coco_2017_val")
+assert len(people.keypoint_names) == 17 and people.keypoint_names[1] == "left_eye"
+assert ("left_eye", "right_eye") in people.keypoint_flip_map, people.keypoint_flip_map
+separated = MetadataCatalog.get("coco_2017_val_panoptic_separated")
+assert separated.stuff_classes[0] == "things" and len(separated.stuff_classes) == 54
+assert separated.ignore_label == 255 and separated.evaluator_type == "coco_panoptic_seg"
+assert MetadataCatalog.get("voc_2007_test").thing_classes[0] == "aeroplane"
+assert MetadataCatalog.get("not_a_dataset").as_dict() == {"name": "not_a_dataset"}
+print("built-in metadata: coco_2017_val's 80 things, keypoints_coco_2017_val's 17 keypoints, "
+      f"{len(separated.stuff_classes)} stuff classes of coco_2017_val_panoptic_separated")
 print("detkit.data.datasets from Python: all checks passed")

@@ -36,12 +36,17 @@ class _Metadata:
 
 
 class _MetadataCatalog:
+    """Detectron2's MetadataCatalog. A name detkit knows (built in, such as coco_2017_val, or
+    registered) comes with detkit's metadata of it: thing_classes, thing_dataset_id_to_contiguous_id,
+    keypoint_names, keypoint_flip_map, keypoint_connection_rules, stuff_classes, evaluator_type,
+    the files, ..."""
+
     def __init__(self):
         self._metadata = {}
 
     def get(self, name):
         if name not in self._metadata:
-            self._metadata[name] = _Metadata(name)
+            self._metadata[name] = _Metadata(name).set(**_C.metadata_of(name))
         return self._metadata[name]
 
     def list(self):
