@@ -3,7 +3,7 @@
 // models. Writes DIR/model.ts or DIR/model.onnx (detkit/export/torchscript_export.h and
 // onnx_export.h say what they take and return). With --sample-image a TorchScript export is
 // first run on that image beside detkit's own predictor and refused, with nothing written, when
-// their detections differ.
+// their detections (semantic logits, panoptic id maps) differ.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/jit/api/module.h>
@@ -50,16 +50,58 @@ std::vector<int64_t> pair_up(const at::Tensor& ours_boxes, const at::Tensor& our
   return partner;
 }
 
-// Runs `module` on `image_file` as `predictor` would and compares the two sets of detections.
-// Throws a detkit::Error when they differ beyond float rounding (detkit's kernels against
-// libtorch's convolutions).
+// The largest difference of the exported model's semantic logits to detkit's, and the pixels
+// of its panoptic id map that differ from detkit's (0 without one).
+std::pair<double, int64_t> check_segmentation(const structures::ModelOutput& ours,
+                                              const c10::Dict<c10::IValue, c10::IValue>& exported,
+                                              const std::string& image_file) {
+  double logits = 0;
+  int64_t pixels = 0;
+  if (ours.sem_seg) {
+    const at::Tensor theirs = exported.at("sem_seg").toTensor();
+    if (theirs.sizes() != ours.sem_seg->sizes())
+      throw Error("export: on " + image_file +
+                  " the exported model's sem_seg has another shape "
+                  "than detkit's: not written");
+    logits = (theirs - *ours.sem_seg).abs().max().item<double>();
+  }
+  if (ours.panoptic_seg) {
+    const at::Tensor ids = exported.at("panoptic_seg").toTensor();
+    const int64_t segments = exported.at("segments_info").toTensor().size(0);
+    if (ids.sizes() != ours.panoptic_seg->ids.sizes() ||
+        segments != static_cast<int64_t>(ours.panoptic_seg->segments.size()))
+      throw Error("export: on " + image_file + " the exported model finds " +
+                  std::to_string(segments) + " panoptic segments, detkit " +
+                  std::to_string(ours.panoptic_seg->segments.size()) + ": not written");
+    pixels = ids.ne(ours.panoptic_seg->ids).sum().item<int64_t>();
+  }
+  return {logits, pixels};
+}
+
+// Runs `module` on `image_file` as `predictor` would and compares the two models' outputs:
+// detections, semantic logits, panoptic id maps. Throws a detkit::Error when they differ beyond
+// float rounding (detkit's kernels against libtorch's convolutions).
 void check_on_sample(engine::DefaultPredictor& predictor, torch::jit::Module& module,
                      const std::string& image_file) {
   const cv::Mat bgr = data::read_image(image_file, "BGR");
-  const structures::Instances ours = predictor(bgr);
+  const structures::ModelOutput outputs = predictor.outputs(bgr);
   const structures::ModelInput input = predictor.preprocess(bgr);
   const c10::Dict<c10::IValue, c10::IValue> exported =
       module.forward({input.image, input.height, input.width}).toGenericDict();
+  const auto [logits, panoptic_pixels] = check_segmentation(outputs, exported, image_file);
+  std::string segmentation;
+  if (outputs.sem_seg) segmentation += fmt::format(", sem_seg logits {:.2e}", logits);
+  if (outputs.panoptic_seg) segmentation += fmt::format(", panoptic pixels {}", panoptic_pixels);
+  const bool segmentation_differs = logits > 1e-2 || panoptic_pixels > 0.001 * bgr.rows * bgr.cols;
+  if (!outputs.instances) {
+    spdlog::info("export: {}: largest difference to detkit{}", image_file, segmentation);
+    if (segmentation_differs)
+      throw Error(
+          "export: on " + image_file +
+          " the exported model's segmentation differs from detkit's (see above): not written");
+    return;
+  }
+  const structures::Instances& ours = *outputs.instances;
   auto field = [&](const char* name) { return exported.at(name).toTensor(); };
   const int64_t n = field("scores").size(0);
   if (n != ours.size()) {
@@ -92,12 +134,14 @@ void check_on_sample(engine::DefaultPredictor& predictor, torch::jit::Module& mo
     keypoint = difference("pred_keypoints", ours.tensor("pred_keypoints"));
     extra += fmt::format(", keypoints {:.2e}", keypoint);
   }
-  spdlog::info("export: {}: {} detections, largest difference to detkit: boxes {:.2e} px, scores "
-               "{:.2e}{}",
-               image_file, n, box, score, extra);
-  if (box > 1e-2 || score > 1e-3 || mask_pixels > 0.001 * bgr.rows * bgr.cols || keypoint > 0.1) {
+  spdlog::info(
+      "export: {}: {} detections, largest difference to detkit: boxes {:.2e} px, scores "
+      "{:.2e}{}{}",
+      image_file, n, box, score, extra, segmentation);
+  if (box > 1e-2 || score > 1e-3 || mask_pixels > 0.001 * bgr.rows * bgr.cols || keypoint > 0.1 ||
+      segmentation_differs) {
     throw Error("export: on " + image_file +
-                " the exported model's detections differ from detkit's (see above): not written");
+                " the exported model's outputs differ from detkit's (see above): not written");
   }
 }
 

@@ -219,14 +219,50 @@ void plan_retinanet(ExportPlan& plan, const Layers& layers, torch::nn::Module& m
   plan.nms_thresh = cfg.get_float("MODEL.RETINANET.NMS_THRESH_TEST");
 }
 
+// SemSegFPNHead: its convs by input feature ("sem_seg_head.p4.0", "sem_seg_head.p4.2"), the
+// features by increasing stride as the head sorts them.
+void plan_sem_seg(ExportPlan& plan, const Layers& layers, const config::CfgNode& cfg) {
+  plan.sem_seg_on = true;
+  plan.sem_seg_common_stride = cfg.get_int("MODEL.SEM_SEG_HEAD.COMMON_STRIDE");
+  plan.sem_seg_num_classes = cfg.get_int("MODEL.SEM_SEG_HEAD.NUM_CLASSES");
+  plan.sem_seg_in = cfg.get_string_list("MODEL.SEM_SEG_HEAD.IN_FEATURES");
+  std::stable_sort(
+      plan.sem_seg_in.begin(), plan.sem_seg_in.end(),
+      [](const std::string& a, const std::string& b) { return level_stride(a) < level_stride(b); });
+  for (const auto& feature : plan.sem_seg_in) {
+    plan.sem_seg_convs.push_back(layers.convs_under("sem_seg_head." + feature + "."));
+    if (plan.sem_seg_convs.back().empty())
+      throw Error("export: the semantic head has no convolutions for its input '" + feature + "'");
+    plan.sem_seg_upsample.push_back(level_stride(feature) != plan.sem_seg_common_stride);
+  }
+  if (!plan.convs.count("sem_seg_head.predictor"))
+    throw Error("export: the semantic head has no sem_seg_head.predictor");
+}
+
+void plan_panoptic(ExportPlan& plan, const config::CfgNode& cfg) {
+  plan.panoptic_on = true;
+  plan.combine_overlap_thresh = cfg.get_float("MODEL.PANOPTIC_FPN.COMBINE.OVERLAP_THRESH");
+  plan.combine_stuff_area_limit = cfg.get_float("MODEL.PANOPTIC_FPN.COMBINE.STUFF_AREA_LIMIT");
+  plan.combine_instances_confidence_thresh =
+      cfg.get_float("MODEL.PANOPTIC_FPN.COMBINE.INSTANCES_CONFIDENCE_THRESH");
+}
+
 }  // namespace
 
 void check_exportable(const config::CfgNode& cfg) {
-  require(cfg, "MODEL.META_ARCHITECTURE", {"GeneralizedRCNN", "RetinaNet"});
+  require(cfg, "MODEL.META_ARCHITECTURE",
+          {"GeneralizedRCNN", "RetinaNet", "SemanticSegmentor", "PanopticFPN"});
   require(cfg, "MODEL.BACKBONE.NAME",
           {"build_resnet_fpn_backbone", "build_retinanet_resnet_fpn_backbone",
            "build_retinanet_resnet_fpn_p5_backbone"});
-  if (cfg.get_string("MODEL.META_ARCHITECTURE") == "RetinaNet") return;
+  const std::string meta_arch = cfg.get_string("MODEL.META_ARCHITECTURE");
+  if (meta_arch == "SemanticSegmentor" || meta_arch == "PanopticFPN")
+    require(cfg, "MODEL.SEM_SEG_HEAD.NAME", {"SemSegFPNHead"});
+  if (meta_arch == "RetinaNet" || meta_arch == "SemanticSegmentor") return;
+  if (meta_arch == "PanopticFPN" && !cfg.get_bool("MODEL.MASK_ON"))  // the combination's input
+    throw Error(
+        "export: PanopticFPN with MODEL.MASK_ON False has no exported form in detkit (the "
+        "panoptic combination places the instances' masks)");
   require(cfg, "MODEL.PROPOSAL_GENERATOR.NAME", {"RPN"});
   require(cfg, "MODEL.ANCHOR_GENERATOR.NAME", {"DefaultAnchorGenerator"});
   require(cfg, "MODEL.RPN.HEAD_NAME", {"StandardRPNHead"});
@@ -257,8 +293,11 @@ ExportPlan plan_export(torch::nn::Module& model, const config::CfgNode& cfg) {
   plan_backbone(plan, layers, cfg);
   if (plan.meta_arch == "RetinaNet")
     plan_retinanet(plan, layers, model, cfg);
-  else
+  else if (plan.meta_arch != "SemanticSegmentor")
     plan_rcnn(plan, layers, model, cfg);
+  if (plan.meta_arch == "SemanticSegmentor" || plan.meta_arch == "PanopticFPN")
+    plan_sem_seg(plan, layers, cfg);
+  if (plan.meta_arch == "PanopticFPN") plan_panoptic(plan, cfg);
   return plan;
 }
 

@@ -5,8 +5,9 @@
 // module's attributes; ONNX (onnx_export.h) unrolls it into a graph.
 //
 // What has a plan: inference of GeneralizedRCNN (StandardROIHeads or CascadeROIHeads, with the
-// FastRCNNConvFCHead box head, MaskRCNNConvUpsampleHead and KRCNNConvDeconvUpsampleHead) and
-// RetinaNet, on ResNet + FPN backbones.
+// FastRCNNConvFCHead box head, MaskRCNNConvUpsampleHead and KRCNNConvDeconvUpsampleHead),
+// RetinaNet, SemanticSegmentor (SemSegFPNHead) and PanopticFPN (GeneralizedRCNN's parts with
+// masks, SemSegFPNHead and the panoptic combination), on ResNet + FPN backbones.
 #include <ATen/Tensor.h>
 
 #include <array>
@@ -32,7 +33,7 @@ struct PoolerSpec {
 };
 
 struct ExportPlan {
-  std::string meta_arch;                    // "GeneralizedRCNN" or "RetinaNet"
+  std::string meta_arch;  // "GeneralizedRCNN", "RetinaNet", "SemanticSegmentor", "PanopticFPN"
   std::map<std::string, at::Tensor> weights;  // parameters and buffers, CPU float copies
   std::map<std::string, ConvSpec> convs;      // by state-dict prefix
   std::vector<double> pixel_mean, pixel_std;
@@ -79,6 +80,20 @@ struct ExportPlan {
   std::vector<std::string> retinanet_in, retinanet_cls_convs, retinanet_bbox_convs;
   int64_t retinanet_topk_candidates = 0;
   std::vector<double> retinanet_weights;
+
+  // SemSegFPNHead (SemanticSegmentor, PanopticFPN): per input feature, by increasing stride (the
+  // order of the sum), its convs, each followed by a 2x bilinear upsampling where the feature's
+  // stride is not COMMON_STRIDE; then the 1x1 predictor and a COMMON_STRIDE x upsampling.
+  bool sem_seg_on = false;
+  std::vector<std::string> sem_seg_in;
+  std::vector<std::vector<std::string>> sem_seg_convs;
+  std::vector<bool> sem_seg_upsample;
+  int64_t sem_seg_common_stride = 4, sem_seg_num_classes = 0;
+
+  // PanopticFPN's combination (MODEL.PANOPTIC_FPN.COMBINE)
+  bool panoptic_on = false;
+  double combine_overlap_thresh = 0.5, combine_stuff_area_limit = 4096,
+         combine_instances_confidence_thresh = 0.5;
 };
 
 /// A detkit::Error naming the config key and value of a component without an exported form.

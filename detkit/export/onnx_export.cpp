@@ -29,15 +29,29 @@ class OnnxWriter {
     const std::string original = g_.input("original_size", OnnxType::kInt64, {int64_t{2}});
     const std::string in_h = dim(image, 1), in_w = dim(image, 2);
     const std::map<std::string, std::string> features = backbone(preprocess(image));
-    const std::string in_limits = limits(in_h, in_w);
-    Found found = p_.meta_arch == "RetinaNet" ? retinanet(features, in_limits)
-                                              : roi_heads(features, rpn(features, in_limits), in_limits);
-    postprocess(found, in_h, in_w, original);
-    const std::string doc =
-        "detkit " + p_.meta_arch + ": image uint8 (3, H, W) in " + p_.input_format +
-        " resized as the test mapper (shorter side " + std::to_string(p_.min_size_test) +
-        ", longer at most " + std::to_string(p_.max_size_test) +
-        "), original_size int64 (height, width); detections in original_size's pixels";
+    std::string doc = "detkit " + p_.meta_arch + ": image uint8 (3, H, W) in " + p_.input_format +
+                      " resized as the test mapper (shorter side " +
+                      std::to_string(p_.min_size_test) + ", longer at most " +
+                      std::to_string(p_.max_size_test) + "), original_size int64 (height, width); ";
+    if (p_.meta_arch == "SemanticSegmentor") {
+      g_.output(sem_seg(features, in_h, in_w, original), "sem_seg", OnnxType::kFloat, 3);
+      doc += "sem_seg (C, height, width) logits";
+    } else {
+      const std::string in_limits = limits(in_h, in_w);
+      Found found = p_.meta_arch == "RetinaNet"
+                        ? retinanet(features, in_limits)
+                        : roi_heads(features, rpn(features, in_limits), in_limits);
+      const Found final = postprocess(found, in_h, in_w, original);
+      doc += "detections in original_size's pixels";
+      if (p_.panoptic_on) {
+        const std::string logits = sem_seg(features, in_h, in_w, original);
+        g_.output(logits, "sem_seg", OnnxType::kFloat, 3);
+        combine(final, op("ArgMax", {logits}, {{"axis", int64_t{0}}, {"keepdims", int64_t{0}}}));
+        doc +=
+            ", sem_seg (C, height, width) logits, panoptic_seg (height, width) int32 and "
+            "segments_info (S, 5) int64: id, isthing, category_id, instance_id, area";
+      }
+    }
     return g_.model_bytes(kOpset, doc,
                           {{"input_format", p_.input_format},
                            {"min_size_test", std::to_string(p_.min_size_test)},
@@ -495,26 +509,165 @@ class OnnxWriter {
   }
 
   // ---- postprocessing -----------------------------------------------------------------------
-  void postprocess(const Found& found, const std::string& in_h, const std::string& in_w,
-                   const std::string& original) {
+  // The detections in original_size's pixels, as graph outputs; returns them (masks: (R, H, W)
+  // bool) for the panoptic combination.
+  Found postprocess(const Found& found, const std::string& in_h, const std::string& in_w,
+                    const std::string& original) {
     const std::string out_h = slice(original, 0, 1, 0), out_w = slice(original, 1, 2, 0);
     const std::string scale_x = op("Div", {to_float(out_w), to_float(in_w)});
     const std::string scale_y = op("Div", {to_float(out_h), to_float(in_h)});
     const std::string scaled = op("Mul", {found.boxes, concat({scale_x, scale_y, scale_x, scale_y}, 0)});
     const std::string boxes = clip(scaled, limits(out_h, out_w));
     const std::string keep = where(nonempty(boxes, 0.0f));
-    const std::string kept_boxes = gather(boxes, keep);
-    g_.output(kept_boxes, "pred_boxes", OnnxType::kFloat, 2);
-    g_.output(gather(found.scores, keep), "scores", OnnxType::kFloat, 1);
-    g_.output(gather(found.classes, keep), "pred_classes", OnnxType::kInt64, 1);
+    Found final{gather(boxes, keep), gather(found.scores, keep), gather(found.classes, keep), "",
+                ""};
+    g_.output(final.boxes, "pred_boxes", OnnxType::kFloat, 2);
+    g_.output(final.scores, "scores", OnnxType::kFloat, 1);
+    g_.output(final.classes, "pred_classes", OnnxType::kInt64, 1);
     if (!found.masks.empty()) {
-      g_.output(paste_masks(gather(found.masks, keep), kept_boxes, out_h, out_w), "pred_masks",
-                OnnxType::kBool, 3);
+      final.masks = paste_masks(gather(found.masks, keep), final.boxes, out_h, out_w);
+      g_.output(final.masks, "pred_masks", OnnxType::kBool, 3);
     }
     if (!found.keypoints.empty()) {
       const std::string scale = concat({scale_x, scale_y, g_.floats({1})}, 0);
-      g_.output(op("Mul", {gather(found.keypoints, keep), scale}), "pred_keypoints", OnnxType::kFloat, 3);
+      final.keypoints = op("Mul", {gather(found.keypoints, keep), scale});
+      g_.output(final.keypoints, "pred_keypoints", OnnxType::kFloat, 3);
     }
+    return final;
+  }
+
+  // ---- semantic head (SemSegFPNHead) and PanopticFPN's combination --------------------------
+  // F.interpolate(scale_factor=scale, mode="bilinear", align_corners=False).
+  std::string upsample_by(const std::string& x, int64_t scale) {
+    const auto s = static_cast<float>(scale);
+    return op("Resize", {x, "", g_.floats({1, 1, s, s})},
+              {{"mode", std::string("linear")},
+               {"coordinate_transformation_mode", std::string("half_pixel")}});
+  }
+
+  // (C, height, width) logits: the head's sum over its inputs, the predictor, the COMMON_STRIDE
+  // upsampling to the padded input, then Detectron2's sem_seg_postprocess (cropped to the
+  // input's size, resized bilinearly to original_size).
+  std::string sem_seg(const std::map<std::string, std::string>& features, const std::string& in_h,
+                      const std::string& in_w, const std::string& original) {
+    std::string total;
+    for (size_t k = 0; k < p_.sem_seg_in.size(); ++k) {
+      std::string x = features.at(p_.sem_seg_in[k]);
+      for (const auto& name : p_.sem_seg_convs[k]) {
+        x = conv(name, x);
+        if (p_.sem_seg_upsample[k]) x = upsample_by(x, 2);
+      }
+      total = total.empty() ? x : op("Add", {total, x});
+    }
+    const std::string logits =
+        upsample_by(conv("sem_seg_head.predictor", total), p_.sem_seg_common_stride);
+    const std::string cropped =
+        op("Slice", {logits, i64({0, 0}), concat({in_h, in_w}, 0), i64({2, 3})});
+    const std::string sizes = concat({i64({1, p_.sem_seg_num_classes}), original}, 0);
+    const std::string resized = op("Resize", {cropped, "", "", sizes},
+                                   {{"mode", std::string("linear")},
+                                    {"coordinate_transformation_mode", std::string("half_pixel")}});
+    return squeeze(resized, {0});
+  }
+
+  // Detectron2's combine_semantic_and_instance_outputs, as detkit's C++
+  // (modeling/meta_arch/panoptic_combine.cpp): the instances by decreasing score (TopK: ties by
+  // index, a stable order), each placed while its score reaches INSTANCES_CONFIDENCE_THRESH
+  // unless more than OVERLAP_THRESH of its mask is taken (then on its free pixels only): a Loop
+  // over the instances whose state is the id map and the last id. Scores are sorted, so "stop at
+  // the first below the threshold" is "skip every one below it". Then each semantic label but 0
+  // (the "things" class) present in `labels` (H, W) on the pixels left, kept when they reach
+  // STUFF_AREA_LIMIT: unrolled over the head's classes. Comparisons in double, as the C++ makes
+  // them. Outputs panoptic_seg (H, W) int32 and segments_info (S, 5) int64.
+  void combine(const Found& found, const std::string& labels) {
+    const std::string zero_ids =
+        op("ConstantOfShape", {op("Shape", {labels})}, {{"value", at::zeros({1}, at::kInt)}});
+    const std::string order =
+        g_.nodes("TopK", {found.scores, op("Shape", {found.scores})}, 2,
+                 {{"axis", int64_t{0}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}})[1];
+
+    auto body = std::make_shared<OnnxGraph>("pan");
+    OnnxGraph& b = *body;
+    auto bop = [&](const std::string& type, const Names& in,
+                   const std::vector<OnnxAttribute>& a = {}) { return b.node(type, in, a); };
+    auto count = [&](const std::string& mask) {  // 0-d int64: the true pixels of a bool map
+      return bop("ReduceSum", {bop("Cast", {mask}, {{"to", int64_t{7}}})},
+                 {{"keepdims", int64_t{0}}});
+    };
+    auto to_double = [&](const std::string& x) { return bop("Cast", {x}, {{"to", int64_t{11}}}); };
+    const std::string i = b.body_input("pan_i", OnnxType::kInt64, 0);
+    const std::string cond = b.body_input("pan_cond", OnnxType::kBool, 0);
+    const std::string ids = b.body_input("pan_ids", OnnxType::kInt32, 2);
+    const std::string last = b.body_input("pan_last", OnnxType::kInt64, 0);
+    const std::string instance = bop("Gather", {order, i}, {{"axis", int64_t{0}}});  // 0-d
+    const std::string mask =
+        bop("Squeeze", {bop("Gather", {found.masks, bop("Unsqueeze", {instance, b.ints({0})})},
+                            {{"axis", int64_t{0}}}),
+                        b.ints({0})});
+    const std::string score = bop("Gather", {found.scores, instance}, {{"axis", int64_t{0}}});
+    const std::string confident =
+        bop("GreaterOrEqual",
+            {to_double(score), b.scalar_double(p_.combine_instances_confidence_thresh)});
+    const std::string area = count(mask);
+    const std::string taken =
+        bop("Greater", {ids, b.node("Constant", {}, {{"value", at::scalar_tensor(0, at::kInt)}})});
+    const std::string intersect = count(bop("And", {mask, taken}));
+    const std::string overlap = bop("Div", {to_double(intersect), to_double(area)});
+    const std::string keep = bop(
+        "And",
+        {confident,
+         bop("And", {bop("Greater", {area, b.scalar_int(0)}),
+                     bop("Not", {bop("Greater",
+                                     {overlap, b.scalar_double(p_.combine_overlap_thresh)})})})});
+    const std::string id = bop("Add", {last, bop("Cast", {keep}, {{"to", int64_t{7}}})});
+    const std::string place = bop("And", {bop("And", {mask, bop("Not", {taken})}), keep});
+    const std::string new_ids = bop("Where", {place, bop("Cast", {id}, {{"to", int64_t{6}}}), ids});
+    b.output(cond, "pan_cond_out", OnnxType::kBool, 0);
+    b.output(new_ids, "pan_ids_out", OnnxType::kInt32, 2);
+    b.output(id, "pan_last_out", OnnxType::kInt64, 0);
+    b.output(keep, "pan_keep", OnnxType::kBool, 0);
+    b.output(id, "pan_id", OnnxType::kInt64, 0);
+    b.output(instance, "pan_instance", OnnxType::kInt64, 0);
+    b.output(count(place), "pan_area", OnnxType::kInt64, 0);
+    const Names loop =
+        g_.nodes("Loop", {scalar(dim(found.scores, 0)), "", zero_ids, g_.scalar_int(0)}, 6,
+                 {{"body", body}});
+    std::string panoptic = loop[0], last_id = loop[1];
+    const std::string thing_keep = loop[2];
+    auto column_of = [&](const std::string& v) { return unsqueeze(v, {1}); };  // (R) -> (R, 1)
+    const std::string things = rows(
+        concat({column_of(loop[3]), column_of(op("Expand", {i64({1}), dim(loop[3], 0)})),
+                column_of(gather(found.classes, loop[4])), column_of(loop[4]), column_of(loop[5])},
+               1),
+        thing_keep);
+
+    Names stuff, stuff_keep;
+    const std::string none = g_.scalar_int(0);
+    for (int64_t label = 1; label < p_.sem_seg_num_classes; ++label) {
+      const std::string is_label = op("Equal", {labels, g_.scalar_int(label)});
+      auto pixels = [&](const std::string& m) {
+        return op("ReduceSum", {to_int(m)}, {{"keepdims", int64_t{0}}});
+      };
+      const std::string present = op("Greater", {pixels(is_label), none});
+      const std::string free = op(
+          "And",
+          {is_label, op("Equal", {panoptic, g_.weight("panoptic.void", at::zeros({}, at::kInt))})});
+      const std::string area = pixels(free);
+      const std::string keep = op(
+          "And", {present, op("GreaterOrEqual", {op("Cast", {area}, {{"to", int64_t{11}}}),
+                                                 g_.scalar_double(p_.combine_stuff_area_limit)})});
+      last_id = op("Add", {last_id, to_int(keep)});
+      panoptic = op("Where", {op("And", {free, keep}), op("Cast", {last_id}, {{"to", int64_t{6}}}),
+                              panoptic});
+      stuff.push_back(unsqueeze(
+          concat({unsqueeze(last_id, {0}), i64({0, label, -1}), unsqueeze(area, {0})}, 0), {0}));
+      stuff_keep.push_back(unsqueeze(keep, {0}));
+    }
+    std::string segments = things;
+    if (!stuff.empty())
+      segments = concat({things, rows(concat(stuff, 0), concat(stuff_keep, 0))}, 0);
+    g_.output(panoptic, "panoptic_seg", OnnxType::kInt32, 2);
+    g_.output(segments, "segments_info", OnnxType::kInt64, 2);
   }
 
   // Detectron2's paste (grid_sample, bilinear, zeros outside, align_corners False) written as

@@ -15,6 +15,10 @@ struct OnnxSerializer {
       out->set_data_type(onnx::TensorProto::FLOAT);
     } else if (t.scalar_type() == at::kLong) {
       out->set_data_type(onnx::TensorProto::INT64);
+    } else if (t.scalar_type() == at::kInt) {
+      out->set_data_type(onnx::TensorProto::INT32);
+    } else if (t.scalar_type() == at::kDouble) {
+      out->set_data_type(onnx::TensorProto::DOUBLE);
     } else {
       throw Error(std::string("ONNX export: no tensor type for ") + c10::toString(t.scalar_type()));
     }
@@ -137,6 +141,10 @@ std::string OnnxGraph::scalar_int(int64_t value) {
 
 std::string OnnxGraph::scalar_float(float value) {
   return node("Constant", {}, {{"value", at::scalar_tensor(value, at::kFloat)}});
+}
+
+std::string OnnxGraph::scalar_double(double value) {
+  return node("Constant", {}, {{"value", at::scalar_tensor(value, at::kDouble)}});
 }
 
 std::string OnnxGraph::model_bytes(

@@ -17,7 +17,14 @@
 
 namespace detkit::export_ {
 
-enum class OnnxType : int { kFloat = 1, kUInt8 = 2, kInt64 = 7, kBool = 9 };
+enum class OnnxType : int {
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kDouble = 11
+};
 
 class OnnxGraph;
 
@@ -45,13 +52,16 @@ class OnnxGraph {
   /// A node with `outputs` outputs.
   std::vector<std::string> nodes(const std::string& op, const std::vector<std::string>& inputs,
                                  size_t outputs, const std::vector<OnnxAttribute>& attributes = {});
-  /// A weight (float32 or int64 tensor) under `name`, stored once however often it is used.
+  /// A weight (float32, float64, int32 or int64 tensor) under `name`, stored once however often
+  /// it is used.
   std::string weight(const std::string& name, const at::Tensor& tensor);
-  /// Constants (Constant nodes): a 1-d int64 / float32 tensor, or a 0-d one (scalar_*).
+  /// Constants (Constant nodes): a 1-d int64 / float32 tensor, or a 0-d one (scalar_*; also
+  /// float64, for comparisons made in double as detkit's C++ makes them).
   std::string ints(const std::vector<int64_t>& values);
   std::string floats(const std::vector<float>& values);
   std::string scalar_int(int64_t value);
   std::string scalar_float(float value);
+  std::string scalar_double(double value);
 
   /// An input of a Loop body: its type and rank, sizes unknown.
   std::string body_input(const std::string& name, OnnxType type, int rank);

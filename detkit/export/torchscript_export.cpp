@@ -60,6 +60,11 @@ class Attributes {
   void set(const std::string& name, const std::vector<std::string>& v) {
     m_.register_attribute(name, c10::ListType::ofStrings(), c10::List<std::string>(v));
   }
+  void set(const std::string& name, const std::vector<bool>& v) {
+    c10::List<bool> list;
+    for (const bool item : v) list.push_back(item);
+    m_.register_attribute(name, c10::ListType::ofBools(), list);
+  }
   void set(const std::string& name, const std::vector<at::Tensor>& v) {
     m_.register_attribute(name, c10::ListType::ofTensors(), c10::List<at::Tensor>(v));
   }
@@ -159,6 +164,14 @@ void set_attributes(Attributes& a, const ExportPlan& p) {
   a.set("retinanet_bbox_convs", p.retinanet_bbox_convs);
   a.set("retinanet_topk_candidates", p.retinanet_topk_candidates);
   a.set("retinanet_weights", p.retinanet_weights);
+  a.set("sem_seg_in", p.sem_seg_in);
+  a.set("sem_seg_convs", p.sem_seg_convs);
+  a.set("sem_seg_upsample", p.sem_seg_upsample);
+  a.set("sem_seg_common_stride", p.sem_seg_common_stride);
+  a.set("panoptic_on", p.panoptic_on);
+  a.set("combine_overlap_thresh", p.combine_overlap_thresh);
+  a.set("combine_stuff_area_limit", p.combine_stuff_area_limit);
+  a.set("combine_instances_confidence_thresh", p.combine_instances_confidence_thresh);
 }
 
 }  // namespace

@@ -10,7 +10,11 @@
 //   does (the attributes min_size_test, max_size_test and input_format say how); height, width:
 //   the original image's size, to report detections in (0: the input's). Returns pred_boxes
 //   (R, 4), scores (R), pred_classes (R) and, where the model has them, pred_masks (R, height,
-//   width) bool, pred_keypoints (R, K, 3) and pred_keypoint_heatmaps.
+//   width) bool, pred_keypoints (R, K, 3) and pred_keypoint_heatmaps. A SemanticSegmentor
+//   returns sem_seg (C, height, width) float logits alone; a PanopticFPN its instances, sem_seg,
+//   panoptic_seg (height, width) int32 segment ids (0: void) and segments_info (S, 5) int64, a
+//   row per segment: id, isthing, category_id, instance_id (a row of the instances; -1 for
+//   stuff), area (pixels).
 //
 // What is exported: the models export_plan.h names, their inference on the CPU in float32. Not
 // exported: training (losses, targets), the data pipeline (decoding, resizing), mixed precision.

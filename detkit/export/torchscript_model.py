@@ -1,6 +1,7 @@
 # The methods of an exported detkit model (`detkit export --format torchscript`): TorchScript
 # that detkit compiles into model.ts (detkit/export/torchscript_export.cpp), the inference of
-# GeneralizedRCNN (Faster / Mask / Keypoint / Cascade R-CNN) and RetinaNet over ResNet + FPN.
+# GeneralizedRCNN (Faster / Mask / Keypoint / Cascade R-CNN), RetinaNet, SemanticSegmentor and
+# PanopticFPN over ResNet + FPN.
 #
 # The module's attributes describe the model (set by the exporter from the C++ model and the
 # config): `weights` holds every parameter and buffer under Detectron2's state-dict name,
@@ -20,21 +21,35 @@ def forward(self, image: Tensor, height: int = 0, width: int = 0) -> Dict[str, T
     # report detections in (the original image's; 0 = the input's own).
     # Returns pred_boxes (R, 4) XYXY, scores (R), pred_classes (R) int64, and where the model
     # has them pred_masks (R, height, width) bool, pred_keypoints (R, K, 3) x, y, score and
-    # pred_keypoint_heatmaps (R, K, S, S).
+    # pred_keypoint_heatmaps (R, K, S, S). SemanticSegmentor: sem_seg (C, height, width) float
+    # logits alone; PanopticFPN: the instances, sem_seg, panoptic_seg (height, width) int32
+    # segment ids (0: void) and segments_info (S, 5) int64 rows id, isthing, category_id,
+    # instance_id (-1 for stuff), area (pixels), in the order placed.
     assert image.dim() == 3 and image.size(0) == self.pixel_mean.size(0), \
         "detkit model: the input must be a (" + str(self.pixel_mean.size(0)) + ", H, W) image"
     image_h = image.size(1)
     image_w = image.size(2)
+    out_h = height if height > 0 else image_h
+    out_w = width if width > 0 else image_w
     x = self.preprocess(image)
     features = self.backbone(x)
+    if self.meta_arch == "SemanticSegmentor":
+        result: Dict[str, Tensor] = {}
+        result["sem_seg"] = self.sem_seg(features, image_h, image_w, out_h, out_w)
+        return result
     if self.meta_arch == "RetinaNet":
         found = self.retinanet_inference(features, image_h, image_w)
     else:
         proposals = self.rpn(features, image_h, image_w)
         found = self.roi_heads(features, proposals, image_h, image_w)
-    out_h = height if height > 0 else image_h
-    out_w = width if width > 0 else image_w
-    return self.postprocess(found, image_h, image_w, out_h, out_w)
+    out = self.postprocess(found, image_h, image_w, out_h, out_w)
+    if self.panoptic_on:
+        sem_seg = self.sem_seg(features, image_h, image_w, out_h, out_w)
+        out["sem_seg"] = sem_seg
+        combined = self.combine(out, sem_seg.argmax(0))
+        out["panoptic_seg"] = combined[0]
+        out["segments_info"] = combined[1]
+    return out
 
 def preprocess(self, image: Tensor) -> Tensor:
     x = (image.float() - self.pixel_mean) / self.pixel_std
@@ -397,3 +412,77 @@ def postprocess(self, found: Dict[str, Tensor], image_h: int, image_w: int, out_
         keypoints[:, :, 1] *= scale_y
         out["pred_keypoints"] = keypoints
     return out
+
+# ---- semantic head (SemSegFPNHead) and PanopticFPN's combination -----------------------------
+
+def upsample_by(self, x: Tensor, scale: int) -> Tensor:
+    # F.interpolate(scale_factor=scale, mode="bilinear", align_corners=False), as the head's.
+    return torch.upsample_bilinear2d(x, [x.size(2) * scale, x.size(3) * scale], False, float(scale),
+                                     float(scale))
+
+def sem_seg(self, features: Dict[str, Tensor], image_h: int, image_w: int, out_h: int,
+            out_w: int) -> Tensor:
+    # The head's logits at COMMON_STRIDE, upsampled to the padded input, then Detectron2's
+    # sem_seg_postprocess: cropped to the input's size, resized (bilinear) to (out_h, out_w).
+    total = torch.zeros([0])
+    for k in range(len(self.sem_seg_in)):
+        x = features[self.sem_seg_in[k]]
+        for name in self.sem_seg_convs[k]:
+            x = self.conv(name, x)
+            if self.sem_seg_upsample[k]:
+                x = self.upsample_by(x, 2)
+        if k == 0:
+            total = x
+        else:
+            total = total + x
+    logits = self.upsample_by(self.conv("sem_seg_head.predictor", total), self.sem_seg_common_stride)
+    cropped = logits[:, :, :image_h, :image_w]
+    return torch.upsample_bilinear2d(cropped, [out_h, out_w], False, None, None)[0]
+
+def combine(self, found: Dict[str, Tensor], labels: Tensor) -> Tuple[Tensor, Tensor]:
+    # Detectron2's combine_semantic_and_instance_outputs: the instances by decreasing score (a
+    # stable order), each placed while its score reaches INSTANCES_CONFIDENCE_THRESH unless more
+    # than OVERLAP_THRESH of its mask is taken (then on its free pixels only); then each semantic
+    # label but 0 (the "things" class) on the pixels left, when they reach STUFF_AREA_LIMIT.
+    ids = torch.zeros_like(labels).int()
+    rows: List[List[int]] = []
+    next_id = 0
+    scores = found["scores"]
+    if scores.size(0) > 0:
+        masks = found["pred_masks"]
+        classes = found["pred_classes"]
+        order = torch.argsort(scores.neg(), stable=True)
+        for k in range(order.size(0)):
+            i = int(order[k].item())
+            if float(scores[i].item()) < self.combine_instances_confidence_thresh:
+                break
+            mask = masks[i]
+            mask_area = int(mask.sum().item())
+            if mask_area == 0:
+                continue
+            taken = ids > 0
+            intersect_area = int((mask & taken).sum().item())
+            if float(intersect_area) / float(mask_area) > self.combine_overlap_thresh:
+                continue
+            if intersect_area > 0:
+                mask = mask & (~taken)
+            next_id += 1
+            ids.masked_fill_(mask, next_id)
+            rows.append([next_id, 1, int(classes[i].item()), i, int(mask.sum().item())])
+    present = torch._unique(labels, True, False)[0]
+    for k in range(present.size(0)):
+        label = int(present[k].item())
+        if label == 0:
+            continue
+        mask = (labels == label) & (ids == 0)
+        area = int(mask.sum().item())
+        if float(area) < self.combine_stuff_area_limit:
+            continue
+        next_id += 1
+        ids.masked_fill_(mask, next_id)
+        rows.append([next_id, 0, label, -1, area])
+    segments = torch.zeros([len(rows), 5]).long()
+    for r in range(len(rows)):
+        for c in range(5):
+            segments[r, c] = rows[r][c]
+    return ids, segments

@@ -12,7 +12,14 @@ differences.
   onnxruntime, in this process: its CPU provider, its default intra-op threads; RUNTIME: the word
   `onnxruntime`, there being no path to give). Both packages are pinned in requirements.txt.
 
-Usage: check_export.py FORMAT DETKIT RUNTIME WORK CONFIG WEIGHTS IMAGE... [-- KEY VALUE ...]
+Segmentation models (SemanticSegmentor, PanopticFPN; `--eager RUN_EAGER` first): the reference
+is detkit's eager model run by run_eager.cpp on the very inputs the exported model gets, compared
+output by output: `sem_seg` logits by their largest difference (and the argmax pixels that
+moved), `panoptic_seg` segment by segment (things paired through their matched instances, stuff
+by class; the pixels on which each pair differs counted), the instances as above.
+
+Usage: check_export.py [--eager RUN_EAGER] FORMAT DETKIT RUNTIME WORK CONFIG WEIGHTS IMAGE...
+       [-- KEY VALUE ...]
 Exits 77 (skipped) when the runtime is absent (for onnx: when this Python cannot import
 onnxruntime).
 """
@@ -70,16 +77,18 @@ def detkit_libraries():
 
 
 def run_torchscript(export_dir, ops_library, inputs):
+    """The outputs per image, and the model's (min_size_test, max_size_test, input_format)."""
     torch.ops.load_library(ops_library)
     model = torch.jit.load(os.path.join(export_dir, "model.ts"))
     loaded = detkit_libraries()
     print("detkit libraries in this process:", loaded)
     assert loaded == ["libdetkit_ops.so"], f"expected libdetkit_ops.so alone, got {loaded}"
+    settings = (model.min_size_test, model.max_size_test, model.input_format)
     outputs = []
-    for image, (height, width) in inputs(model.min_size_test, model.max_size_test, model.input_format):
+    for image, (height, width) in inputs(*settings):
         with torch.no_grad():
             outputs.append(model(image, height, width))
-    return outputs
+    return outputs, settings
 
 
 def check_onnx(path):
@@ -144,10 +153,10 @@ def write_runner_inputs(items, in_dir):
             json.dump({"shape": list(image.shape), "original_size": list(size)}, f)
 
 
-def run_external(command, settings, inputs, work):
-    """Runs an external runner (run_torchscript) on the inputs written to files; returns its
-    outputs per image."""
-    in_dir, out_dir = os.path.join(work, "runner_in"), os.path.join(work, "runner_out")
+def run_external(command, settings, inputs, work, name="runner"):
+    """Runs an external runner (run_torchscript, run_eager) on the inputs written to files;
+    returns its outputs per image."""
+    in_dir, out_dir = os.path.join(work, name + "_in"), os.path.join(work, name + "_out")
     items = list(inputs(*settings))
     write_runner_inputs(items, in_dir)
     done = subprocess.run(command + [in_dir, out_dir], stdout=subprocess.PIPE,
@@ -155,7 +164,8 @@ def run_external(command, settings, inputs, work):
     print(done.stdout)
     if done.returncode != 0:
         sys.exit(f"the runner failed: {' '.join(command)}")
-    dtypes = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool}
+    dtypes = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32,
+              "bool": torch.bool}
     outputs = []
     for k in range(len(items)):
         with open(os.path.join(out_dir, f"{k:03d}.json")) as f:
@@ -173,8 +183,88 @@ def run_external(command, settings, inputs, work):
     return outputs
 
 
+SEM_SEG_TOL = 1e-3  # logits: float noise of other convolution kernels (measured: DEPLOY.md)
+
+
+def compare_segmentation(stem, ours, reference):
+    """The exported model's sem_seg / panoptic_seg / instances against the eager model's (dicts of
+    tensors, as run_eager writes them). Prints the differences; returns failure lines."""
+    failures = []
+    partner = None
+    if "scores" in reference:
+        mine, theirs = exported_detections(ours), exported_detections(reference)
+        partner, report = match(mine, theirs, BOX_TOL, SCORE_TOL, BOX_REL_TOL)
+        print(f"  instances: {summary(len(mine), len(theirs), report)}")
+        if len(mine) != len(theirs) or report["unexplained"]:
+            failures.append(f"{stem}: the instances differ")
+        if theirs.masks is not None:
+            pairs = [(mine.masks[o], theirs.masks[r]) for r, o in enumerate(partner) if o >= 0]
+            worst = max((int((a ^ b).sum()) for a, b in pairs), default=0)
+            bad = sum(1 for a, b in pairs if mask_iou(a, b) < MASK_IOU and int((a ^ b).sum()) > MASK_PIXELS)
+            print(f"  masks: at most {worst} pixels differ in one; beyond IoU {MASK_IOU} and "
+                  f"{MASK_PIXELS} pixels: {bad}")
+            if bad:
+                failures.append(f"{stem}: {bad} masks differ")
+    if "sem_seg" in reference:
+        a, b = ours["sem_seg"], reference["sem_seg"]
+        if a.shape != b.shape:
+            return failures + [f"{stem}: sem_seg is {tuple(a.shape)}, the eager model's {tuple(b.shape)}"]
+        diff = float((a - b).abs().max()) if a.numel() else 0.0
+        moved = int((a.argmax(0) != b.argmax(0)).sum())
+        print(f"  sem_seg {tuple(b.shape)}: logits max abs diff {diff:.3g} (values up to "
+              f"{float(b.abs().max()):.3g}); argmax differs on {moved} of {b[0].numel()} pixels")
+        if diff > SEM_SEG_TOL:
+            failures.append(f"{stem}: sem_seg logits differ by {diff:.3g} > {SEM_SEG_TOL}")
+    if "panoptic_seg" in reference:
+        failures += compare_panoptic(stem, ours, reference, partner)
+    return failures
+
+
+def compare_panoptic(stem, ours, reference, partner):
+    """Segment by segment: things paired through the instances' matching (instance_id), stuff by
+    class; each pair's pixels compared (as masks: IoU >= MASK_IOU or at most MASK_PIXELS apart)."""
+    failures = []
+    a_ids, b_ids = ours["panoptic_seg"], reference["panoptic_seg"]
+    if a_ids.shape != b_ids.shape or a_ids.dtype != b_ids.dtype:
+        return [f"{stem}: panoptic_seg is {tuple(a_ids.shape)} {a_ids.dtype}, the eager model's "
+                f"{tuple(b_ids.shape)} {b_ids.dtype}"]
+    a_rows, b_rows = ours["segments_info"].tolist(), reference["segments_info"].tolist()
+    instance_partner = {r: o for r, o in enumerate(partner or [])}
+    by_key = {}
+    for row in a_rows:
+        by_key[("thing", row[3]) if row[1] else ("stuff", row[2])] = row
+    worst, total, bad, unmatched = 0, 0, 0, 0
+    for row in b_rows:
+        seg_id, isthing, category, instance, area = row
+        key = ("thing", instance_partner.get(instance, -1)) if isthing else ("stuff", category)
+        other = by_key.pop(key, None)
+        if other is None or other[2] != category:
+            unmatched += 1
+            print(f"  reference segment {row} has no partner")
+            continue
+        if other[4] != int((a_ids == other[0]).sum()) or area != int((b_ids == seg_id).sum()):
+            failures.append(f"{stem}: segments_info's area disagrees with the id map")
+        apart = int(((a_ids == other[0]) ^ (b_ids == seg_id)).sum())
+        united = int(((a_ids == other[0]) | (b_ids == seg_id)).sum())
+        worst, total = max(worst, apart), total + apart
+        if apart > MASK_PIXELS and 1.0 - apart / max(united, 1) < MASK_IOU:
+            bad += 1
+            print(f"  segment {row} vs ours {other}: {apart} pixels differ of {united}")
+    void = int(((a_ids == 0) ^ (b_ids == 0)).sum())
+    things = sum(1 for r in b_rows if r[1])
+    print(f"  panoptic_seg: {len(b_rows)} segments ({things} things), {len(a_rows)} ours; "
+          f"pixels differing per segment at most {worst}, {total} in all, void {void}; beyond IoU "
+          f"{MASK_IOU} and {MASK_PIXELS} pixels: {bad}; unpaired: {unmatched} + {len(by_key)} ours")
+    if len(a_rows) != len(b_rows) or unmatched or by_key or bad:
+        failures.append(f"{stem}: the panoptic segments differ")
+    return failures
+
+
 def main():
     args = sys.argv[1:]
+    eager = None
+    if args[:1] == ["--eager"]:
+        eager, args = args[1], args[2:]
     overrides = []
     if "--" in args:
         overrides = args[args.index("--") + 1:]
@@ -193,15 +283,16 @@ def main():
     run([detkit, "export", "--config-file", config, "--weights", weights,
          "--format", "onnx" if fmt == "onnx" else "torchscript",
          "--output", export_dir, *overrides])
-    run([detkit, "infer", "--config-file", config, "--weights", weights, "--input", *images,
-         "--output", infer_dir, "--confidence", "0", *overrides])
+    if eager is None:
+        run([detkit, "infer", "--config-file", config, "--weights", weights, "--input", *images,
+             "--output", infer_dir, "--confidence", "0", *overrides])
 
     def inputs(min_size, max_size, image_format):
         for path in images:
             yield map_image(path, min_size, max_size, image_format)
 
     if fmt == "torchscript":
-        outputs = run_torchscript(export_dir, runtime, inputs)
+        outputs, settings = run_torchscript(export_dir, runtime, inputs)
     elif fmt == "torchscript_cpp":  # RUNTIME: run_torchscript::libdetkit_ops.so
         runner, ops_library = runtime.split("::")
         torch.ops.load_library(ops_library)  # here, to read the model's settings only
@@ -214,6 +305,20 @@ def main():
         meta = check_onnx(path)
         settings = (int(meta["min_size_test"]), int(meta["max_size_test"]), meta["input_format"])
         outputs = [out for out, _ in run_onnxruntime(path, inputs(*settings))]
+    if eager is not None:
+        references = run_external([eager, config, weights, *overrides], settings, inputs, work, "eager")
+        failures = []
+        for path, out, reference in zip(images, outputs, references):
+            stem = os.path.splitext(os.path.basename(path))[0]
+            print(f"{stem}: outputs {sorted(out)}")
+            if sorted(out) != sorted(reference):
+                failures.append(f"{stem}: outputs {sorted(out)}, the eager model's {sorted(reference)}")
+                continue
+            failures += compare_segmentation(stem, out, reference)
+        if failures:
+            sys.exit("\n".join(failures))
+        print(f"OK: the exported {fmt} model gives the eager model's outputs")
+        return
     failures = []
     for path, out in zip(images, outputs):
         height, width = read_image(path, "BGR").shape[:2]  # the original, EXIF orientation applied

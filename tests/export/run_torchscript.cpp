@@ -55,6 +55,8 @@ const char* type_name(at::ScalarType t) {
   switch (t) {
     case at::kFloat: return "float32";
     case at::kLong: return "int64";
+    case at::kInt:
+      return "int32";
     case at::kBool: return "bool";
     default: throw std::runtime_error(std::string("unexpected output type ") + c10::toString(t));
   }
@@ -107,8 +109,11 @@ int main(int argc, char** argv) {
     }
     listing << "}";
     std::ofstream(out_dir / (stem + ".json")) << listing.str();
-    std::cout << stem << ": " << out.at("scores").toTensor().size(0) << " detections in " << ms
-              << " ms\n";
+    std::cout << stem << ": ";
+    if (out.contains("scores")) std::cout << out.at("scores").toTensor().size(0) << " detections, ";
+    if (out.contains("segments_info"))
+      std::cout << out.at("segments_info").toTensor().size(0) << " panoptic segments, ";
+    std::cout << ms << " ms\n";
   }
   return 0;
 }

@@ -128,10 +128,35 @@ TEST(TorchScriptExportErrors, AComponentWithoutAnExportedFormIsNamedWithItsKey) 
             "export: MODEL.ROI_BOX_HEAD.USE_SIGMOID_CE True (sigmoid class scores) has no "
             "exported form in detkit");
   cfg = config::get_cfg();
-  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor"});
-  EXPECT_NE(testing::error_of([&] { check_exportable(cfg); })
-                .find("MODEL.META_ARCHITECTURE 'SemanticSegmentor' has no exported form"),
+  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "ProposalNetwork"});
+  EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
+            "export: MODEL.META_ARCHITECTURE 'ProposalNetwork' has no exported form in detkit "
+            "(exported: GeneralizedRCNN, RetinaNet, SemanticSegmentor, PanopticFPN)");
+}
+
+TEST(TorchScriptExportErrors, SegmentationModelsWithoutAnExportedFormAreNamed) {
+  config::CfgNode cfg = config::get_cfg();
+  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "SemanticSegmentor", "MODEL.BACKBONE.NAME",
+                       "build_resnet_fpn_backbone"});
+  check_exportable(cfg);  // SemSegFPNHead on ResNet + FPN: exported
+  cfg.merge_from_list({"MODEL.SEM_SEG_HEAD.NAME", "DeepLabV3Head"});
+  EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
+            "export: MODEL.SEM_SEG_HEAD.NAME 'DeepLabV3Head' has no exported form in detkit "
+            "(exported: SemSegFPNHead)");
+  cfg.merge_from_list(
+      {"MODEL.SEM_SEG_HEAD.NAME", "SemSegFPNHead", "MODEL.BACKBONE.NAME", "build_resnet_backbone"});
+  EXPECT_NE(testing::error_of([&] {
+              check_exportable(cfg);
+            }).find("export: MODEL.BACKBONE.NAME 'build_resnet_backbone' has no exported form"),
             std::string::npos);
+  cfg = config::get_cfg();
+  cfg.merge_from_file(std::string(DETKIT_SOURCE_DIR) +
+                      "/configs/COCO-PanopticSegmentation/panoptic_fpn_R_50_1x.yaml");
+  check_exportable(cfg);
+  cfg.merge_from_list({"MODEL.MASK_ON", "False"});
+  EXPECT_EQ(testing::error_of([&] { check_exportable(cfg); }),
+            "export: PanopticFPN with MODEL.MASK_ON False has no exported form in detkit (the "
+            "panoptic combination places the instances' masks)");
 }
 
 // The README demo's config; its model with random weights: what plan_export reads of a model
