@@ -62,6 +62,10 @@ CommandRunner add_make_shapes_command(CLI::App& app) {
                   "Threads rendering images (0: one per core); does not change the output")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
+  cmd->add_flag("--panoptic", options->shapes.panoptic,
+                "Stuff backgrounds (textures: categories 4 stripes, 5 checks, 6 grain) and "
+                "Detectron2's COCO panoptic files: annotations/panoptic_{train,val}.json, "
+                "panoptic_{train,val}/*.png, panoptic_stuff_{train,val}/*.png");
   cmd->footer(
       "Example: detkit make-shapes --out datasets/shapes --train 200 --val 50 --size 320x320 "
       "--seed 0\n");

@@ -107,7 +107,7 @@ std::optional<Metadata> builtin_metadata(const std::string& name) {
                                    {"right", "top", {102, 0, 204}}};
     return m;
   }
-  if (name == "shapes_train" || name == "shapes_val") {
+  if (name == "shapes_train" || name == "shapes_val" || is_builtin_shapes_panoptic(name)) {
     std::vector<std::string> names;
     std::vector<int64_t> ids;
     for (int id : {kCircle, kTriangle, kRectangle}) {
@@ -115,6 +115,7 @@ std::optional<Metadata> builtin_metadata(const std::string& name) {
       names.emplace_back(shape_category_name(id));
     }
     m.set_things(names, ids);
+    if (is_builtin_shapes_panoptic(name)) fill_builtin_shapes_panoptic(name, m);
     return m;
   }
   return std::nullopt;

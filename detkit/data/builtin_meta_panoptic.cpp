@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "detkit/data/shapes/shapes_stuff.h"
 #include "detkit/utils/strings.h"
 
 namespace detkit::data {
@@ -80,6 +81,23 @@ std::string separated_stuff_name(std::string name) {
   return name;
 }
 
+// Metadata of a built-in panoptic name, its things set: "_stuffonly" has its "_separated" twin's
+// metadata (Detectron2 passes both the same dict) but is evaluated as semantic segmentation.
+void fill_panoptic(const std::string& name, const std::vector<PanopticCategory>& stuff,
+                   Metadata& m) {
+  const bool stuffonly = ends_with(name, "_stuffonly");
+  const bool separated = stuffonly || ends_with(name, "_separated");
+  m.evaluator_type = stuffonly ? "sem_seg" : "coco_panoptic_seg";
+  m.ignore_label = 255;
+  std::vector<PanopticCategory> categories = stuff;
+  for (size_t k = 0; k < m.thing_classes.size(); ++k)
+    categories.push_back({m.thing_dataset_ids[k], m.thing_classes[k], true});
+  std::sort(categories.begin(), categories.end(),
+            [](const PanopticCategory& a, const PanopticCategory& b) { return a.id < b.id; });
+  set_stuff_from_categories(m, categories, separated);
+  if (!separated) m.label_divisor = 1000;
+}
+
 }  // namespace
 
 bool is_builtin_coco_panoptic(const std::string& name) {
@@ -91,21 +109,25 @@ bool is_builtin_coco_panoptic(const std::string& name) {
 }
 
 void fill_builtin_coco_panoptic(const std::string& name, Metadata& m) {
-  // "_stuffonly" has its "_separated" twin's metadata (Detectron2 passes both the same dict) but
-  // is evaluated as semantic segmentation.
-  const bool stuffonly = ends_with(name, "_stuffonly");
-  const bool separated = stuffonly || ends_with(name, "_separated");
-  m.evaluator_type = stuffonly ? "sem_seg" : "coco_panoptic_seg";
-  m.ignore_label = 255;
-  std::vector<PanopticCategory> categories;
-  for (size_t k = 0; k < m.thing_classes.size(); ++k)
-    categories.push_back({m.thing_dataset_ids[k], m.thing_classes[k], true});
-  for (const auto& [id, stuff] : kCocoStuffCategories)
-    categories.push_back({id, separated ? separated_stuff_name(stuff) : stuff, false});
-  std::sort(categories.begin(), categories.end(),
-            [](const PanopticCategory& a, const PanopticCategory& b) { return a.id < b.id; });
-  set_stuff_from_categories(m, categories, separated);
-  if (!separated) m.label_divisor = 1000;
+  const bool separated = ends_with(name, "_stuffonly") || ends_with(name, "_separated");
+  std::vector<PanopticCategory> stuff;
+  for (const auto& [id, n] : kCocoStuffCategories)
+    stuff.push_back({id, separated ? separated_stuff_name(n) : n, false});
+  fill_panoptic(name, stuff, m);
+}
+
+bool is_builtin_shapes_panoptic(const std::string& name) {
+  for (const char* split : {"shapes_train", "shapes_val"}) {
+    const std::string base = std::string(split) + "_panoptic";
+    if (name == base || name == base + "_separated" || name == base + "_stuffonly") return true;
+  }
+  return false;
+}
+
+void fill_builtin_shapes_panoptic(const std::string& name, Metadata& m) {
+  std::vector<PanopticCategory> stuff;
+  for (int id : kStuffCategories) stuff.push_back({id, stuff_category_name(id), false});
+  fill_panoptic(name, stuff, m);
 }
 
 void set_stuff_from_categories(Metadata& m, const std::vector<PanopticCategory>& categories,

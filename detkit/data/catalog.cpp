@@ -88,6 +88,9 @@ struct PanopticBuiltin {
   const char* panoptic_root;
   const char* panoptic_json;
   const char* sem_seg_root;  // made by Detectron2's datasets/prepare_panoptic_fpn.py
+  // When set, the instances file and images (else those of the instances name).
+  const char* instances_json = nullptr;
+  const char* image_root = nullptr;
 };
 
 // Detectron2's _PREDEFINED_SPLITS_COCO_PANOPTIC: each gives a "_separated" name, its "_stuffonly"
@@ -99,6 +102,14 @@ constexpr PanopticBuiltin kPanopticBuiltins[] = {
      "coco/panoptic_stuff_val2017"},
     {"coco_2017_val_100_panoptic", "coco/panoptic_val2017_100",
      "coco/annotations/panoptic_val2017_100.json", "coco/panoptic_stuff_val2017_100"},
+    // The shapes on stuff textures (make_shapes with ShapesOptions::panoptic): images of their
+    // own, not shapes_train's.
+    {"shapes_train_panoptic", "shapes_panoptic/panoptic_train",
+     "shapes_panoptic/annotations/panoptic_train.json", "shapes_panoptic/panoptic_stuff_train",
+     "shapes_panoptic/annotations/instances_train.json", "shapes_panoptic/train"},
+    {"shapes_val_panoptic", "shapes_panoptic/panoptic_val",
+     "shapes_panoptic/annotations/panoptic_val.json", "shapes_panoptic/panoptic_stuff_val",
+     "shapes_panoptic/annotations/instances_val.json", "shapes_panoptic/val"},
 };
 
 struct PascalVocBuiltin {
@@ -164,7 +175,9 @@ DatasetCatalog::DatasetCatalog() {
     entries_[b.name] = {b.json_file, b.image_root, true, DatasetKind::kLvisCocofied};
   for (const PanopticBuiltin& p : kPanopticBuiltins) {
     const std::string name = p.name;
-    const Entry& instances = entries_.at(name.substr(0, name.size() - std::strlen("_panoptic")));
+    const Entry instances =
+        p.instances_json ? Entry{p.instances_json, p.image_root, true}
+                         : entries_.at(name.substr(0, name.size() - std::strlen("_panoptic")));
     entries_[name + "_separated"] = {instances.json_file,
                                      instances.image_root,
                                      true,

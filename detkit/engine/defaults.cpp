@@ -75,11 +75,17 @@ void make_missing_builtin_datasets(const config::CfgNode& cfg) {
   for (const auto& name : names) {
     if (name.rfind("shapes_", 0) != 0 || !data::global_catalog().contains(name)) continue;
     data::DatasetFiles files = data::global_catalog().get(name);
-    if (fs::exists(files.json_file)) continue;
+    // The panoptic names (shapes_*_panoptic*) have their own folder, made with stuff; their
+    // panoptic file comes last, so its presence says the folder is whole ("_stuffonly" has no
+    // instances file).
     data::ShapesOptions options;
-    options.out_dir = (fs::path(files.json_file).parent_path().parent_path()).string();
-    spdlog::info("Making the synthetic shapes dataset in {} ({} train, {} val images)",
-                 options.out_dir, options.num_train, options.num_val);
+    options.panoptic = !files.panoptic_json.empty();
+    const std::string last = options.panoptic ? files.panoptic_json : files.json_file;
+    if (fs::exists(last)) continue;
+    options.out_dir = (fs::path(last).parent_path().parent_path()).string();
+    spdlog::info("Making the synthetic shapes dataset{} in {} ({} train, {} val images)",
+                 options.panoptic ? " on stuff (panoptic)" : "", options.out_dir, options.num_train,
+                 options.num_val);
     data::make_shapes(options);
   }
 }

@@ -166,7 +166,10 @@ TEST(CatalogTest, UnknownNamesListTheRegisteredOnes) {
                           0),
             0u)
       << message;
-  EXPECT_NE(message.find("shapes_train, shapes_triangles_train, shapes_triangles_val, shapes_val"),
+  EXPECT_NE(message.find("shapes_train, shapes_train_panoptic, shapes_train_panoptic_separated, "
+                         "shapes_train_panoptic_stuffonly, shapes_triangles_train, "
+                         "shapes_triangles_val, shapes_val, shapes_val_panoptic, "
+                         "shapes_val_panoptic_separated, shapes_val_panoptic_stuffonly"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("DETKIT_DATASETS_REGISTER"), std::string::npos) << message;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "detkit/data/shapes/shapes_coco.h"
+#include "detkit/data/shapes/shapes_panoptic.h"
 #include "detkit/data/shapes/shapes_random.h"
 #include "detkit/data/shapes/shapes_scene.h"
 #include "detkit/utils/error.h"
@@ -76,6 +77,24 @@ void parallel_for(int count, int workers, const std::function<void(int)>& task) 
   if (failure) std::rethrow_exception(failure);
 }
 
+void write_png(const fs::path& path, const cv::Mat& image) {
+  std::vector<uint8_t> png;
+  if (!cv::imencode(".png", image, png)) {
+    throw Error("make_shapes: OpenCV could not encode '" + path.string() + "'");
+  }
+  atomic_write(path.string(), std::string(png.begin(), png.end()));
+}
+
+// Writes image `jpeg_name`'s panoptic PNG and semantic label map; returns its JSON entry.
+ShapesPanopticImage write_panoptic(const ShapesScene& scene, const std::string& jpeg_name,
+                                   const fs::path& panoptic_dir, const fs::path& semantic_dir) {
+  const ShapesPanoptic panoptic = panoptic_scene(scene);
+  const std::string png_name = fs::path(jpeg_name).stem().string() + ".png";
+  write_png(panoptic_dir / png_name, panoptic.ids_bgr);
+  write_png(semantic_dir / png_name, panoptic.semantic);
+  return {jpeg_name, png_name, scene.image.cols, scene.image.rows, panoptic.segments};
+}
+
 void write_split(const ShapesOptions& options, const std::string& split, int count,
                  uint64_t stream) {
   const fs::path image_dir = fs::path(options.out_dir) / split;
@@ -85,11 +104,19 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
   scene_options.height = options.height;
   scene_options.min_objects = options.min_objects;
   scene_options.max_objects = options.max_objects;
+  scene_options.stuff = options.panoptic;
+  const fs::path panoptic_dir = fs::path(options.out_dir) / ("panoptic_" + split);
+  const fs::path semantic_dir = fs::path(options.out_dir) / ("panoptic_stuff_" + split);
+  if (options.panoptic) {
+    make_directory(panoptic_dir);
+    make_directory(semantic_dir);
+  }
   const int workers = options.num_workers > 0
                           ? options.num_workers
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   std::vector<ShapesImage> images(count);
+  std::vector<ShapesPanopticImage> panoptic_images(options.panoptic ? count : 0);
   std::atomic<int> finished{0};
   Progress progress("Generating shapes/" + split, count, "images");
   parallel_for(count, workers, [&](int i) {
@@ -102,6 +129,8 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
     }
     atomic_write((image_dir / name).string(), std::string(jpeg.begin(), jpeg.end()));
     images[i] = {name, options.width, options.height, annotate_scene(scene)};
+    if (options.panoptic)
+      panoptic_images[i] = write_panoptic(scene, name, panoptic_dir, semantic_dir);
     progress.update(++finished);
   });
   atomic_write(
@@ -111,6 +140,11 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
       (fs::path(options.out_dir) / "annotations" / ("triangle_keypoints_" + split + ".json"))
           .string(),
       shapes_triangle_keypoints_json(images));
+  if (options.panoptic) {
+    atomic_write(
+        (fs::path(options.out_dir) / "annotations" / ("panoptic_" + split + ".json")).string(),
+        shapes_panoptic_json(panoptic_images));
+  }
 }
 
 }  // namespace

@@ -10,6 +10,13 @@
 //   keypoints (top, left, right) of a one-category keypoint dataset, over the same images.
 // Categories: 1 "circle", 2 "triangle", 3 "rectangle". Each annotation's polygons describe the
 // visible part of its shape and rasterise (pycocotools) to exactly the pixels where it is on top.
+//
+// With ShapesOptions::panoptic the backgrounds are stuff regions instead of clutter (categories 4
+// "stripes", 5 "checks", 6 "grain": textures; detkit/data/shapes/shapes_stuff.h), and the same
+// folder also gets Detectron2's COCO panoptic layout:
+//   <out_dir>/annotations/panoptic_{train,val}.json   <out_dir>/panoptic_{train,val}/000001.png
+//   <out_dir>/panoptic_stuff_{train,val}/000001.png: the "separated" semantic labels (shapes 0,
+//   stuff 1..3), as prepare_panoptic_fpn would make them from the panoptic PNGs.
 #include <cstdint>
 #include <string>
 
@@ -29,6 +36,7 @@ struct ShapesOptions {
   int min_objects = 1;  // shapes per image, 1 <= min_objects <= max_objects <= 50
   int max_objects = 6;
   int num_workers = 0;  // threads rendering images; 0: one per core. Output does not depend on it.
+  bool panoptic = false;  // stuff backgrounds and the panoptic files (see above)
 };
 
 /// Writes the dataset; existing files of the same names are replaced (each atomically). The

@@ -8,6 +8,7 @@
 #include "detkit/data/shapes/shapes_geometry.h"
 #include "detkit/data/shapes/shapes_polygons.h"
 #include "detkit/data/shapes/shapes_random.h"
+#include "detkit/data/shapes/shapes_stuff.h"
 
 namespace detkit::data {
 namespace {
@@ -115,12 +116,19 @@ cv::Mat finish_image(ShapesRandom& random, const cv::Mat& canvas) {
 ShapesScene render_scene(uint64_t seed, const SceneOptions& options) {
   ShapesRandom random(seed);
   const int width = options.width, height = options.height;
-  cv::Mat canvas = render_background(random, width, height);
+  ShapesScene scene;
+  cv::Mat canvas;
+  if (options.stuff) {
+    StuffBackground background = render_stuff_background(random, width, height);
+    canvas = background.canvas;
+    scene.stuff = background.labels;
+  } else {
+    canvas = render_background(random, width, height);
+  }
   const double side = std::min(width, height);
   const double max_size = std::max(4.0, options.max_size_fraction * side);
   const double min_size = std::min(max_size, std::max(4.0, options.min_size_fraction * side));
 
-  ShapesScene scene;
   const int count = random.uniform_int(options.min_objects, options.max_objects);
   for (int k = 0; k < count; ++k) {
     for (int attempt = 0; attempt < kPlacementTries; ++attempt) {

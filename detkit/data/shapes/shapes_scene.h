@@ -15,6 +15,7 @@ struct SceneOptions {
   double min_size_fraction = 0.05;  // longest extent of a shape, relative to the shorter side
   double max_size_fraction = 0.40;
   double min_visible_fraction = 0.3;  // an occluded shape keeps at least this part of its pixels
+  bool stuff = false;  // a background of stuff regions (render_stuff_background), not clutter
 };
 
 struct SceneObject {
@@ -28,6 +29,8 @@ struct SceneObject {
 struct ShapesScene {
   cv::Mat image;                     // CV_8UC3, BGR
   std::vector<SceneObject> objects;  // drawing order
+  cv::Mat stuff;  // with SceneOptions::stuff: CV_8U, the StuffCategory of each background pixel
+                  // (under the shapes too); empty otherwise
 };
 
 /// Pixels every visible fragment of a shape keeps at least.
