@@ -19,27 +19,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/export/runner_io.h"
+
 namespace fs = std::filesystem;
 
+using detkit::export_test::ints_of;
+using detkit::export_test::read;
+using detkit::export_test::type_name;
+
 namespace {
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The integers of a JSON array value "key": [a, b, ...] (the inputs' few fields).
-std::vector<int64_t> ints_of(const std::string& json, const std::string& key) {
-  const std::regex field("\"" + key + "\"\\s*:\\s*\\[([^\\]]*)\\]");
-  std::smatch m;
-  if (!std::regex_search(json, m, field)) throw std::runtime_error("no " + key + " in " + json);
-  std::vector<int64_t> out;
-  std::stringstream items(m[1].str());
-  for (std::string item; std::getline(items, item, ',');) out.push_back(std::stoll(item));
-  return out;
-}
 
 std::set<std::string> detkit_libraries() {
   std::set<std::string> names;
@@ -49,17 +37,6 @@ std::set<std::string> detkit_libraries() {
     if (at != std::string::npos) names.insert(fs::path(line.substr(line.find('/'))).filename());
   }
   return names;
-}
-
-const char* type_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "float32";
-    case at::kLong: return "int64";
-    case at::kInt:
-      return "int32";
-    case at::kBool: return "bool";
-    default: throw std::runtime_error(std::string("unexpected output type ") + c10::toString(t));
-  }
 }
 
 }  // namespace
