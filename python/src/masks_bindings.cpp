@@ -1,8 +1,10 @@
 // detkit._C's masks: structures::PolygonMasks and BitMasks (the rasteriser the data pipeline and
 // COCO evaluation use, equal to pycocotools'), under detkit.structures.masks' Detectron2 names.
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "detkit/structures/mask_ops.h"
 #include "detkit/structures/masks.h"
 #include "detkit/utils/error.h"
 #include "python/src/bindings.h"
@@ -27,6 +29,23 @@ auto named(const char* what, F&& f) {
 }  // namespace
 
 void bind_masks(py::module_& m) {
+  // A COCO RLE ({"counts": str / bytes or [runs], "size": [h, w]}) as an (h, w) uint8 0/1 mask
+  // (pycocotools' mask.decode).
+  m.def(
+      "rle_decode",
+      [](const py::object& counts, int64_t h, int64_t w) {
+        mask_ops::RLE rle;
+        if (py::isinstance<py::str>(counts) || py::isinstance<py::bytes>(counts)) {
+          rle = mask_ops::from_string(counts.cast<std::string>(), h, w);
+        } else {
+          rle = mask_ops::from_uncompressed(counts.cast<std::vector<int64_t>>(), h, w);
+        }
+        const std::vector<uint8_t> pixels = mask_ops::decode(rle);
+        py::array_t<uint8_t> out({static_cast<py::ssize_t>(h), static_cast<py::ssize_t>(w)});
+        std::copy(pixels.begin(), pixels.end(), out.mutable_data());
+        return out;
+      },
+      py::arg("counts"), py::arg("height"), py::arg("width"));
   m.def(
       "polygons_to_bitmask",
       [](const Instance& polygons, int64_t height, int64_t width) {

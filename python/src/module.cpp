@@ -18,14 +18,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("torch_build_report", &detkit::torch_build_report,
         "The CLI's log line on the torch build detkit runs on: its version, BLAS, oneDNN and "
         "OpenMP threads");
+  detkit::python::bind_checkpoint(m);
   detkit::python::bind_comm(m);
   detkit::python::bind_config(m);
+  detkit::python::bind_image(m);
   detkit::python::bind_keypoints(m);
   detkit::python::bind_masks(m);
   detkit::python::bind_metadata(m);
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);
   detkit::python::bind_trainer(m);
+  detkit::python::bind_transforms(m);
   detkit::python::bind_visualizer(m);
   m.def("configure_threads", &detkit::configure_threads, pybind11::arg("requested") = 0,
         "libtorch's threads as the CLI sets them: `requested` if > 0, else $DETKIT_NUM_THREADS, "
