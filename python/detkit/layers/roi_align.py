@@ -37,6 +37,10 @@ class ROIAlign(nn.Module):
     def forward(self, input: torch.Tensor, rois: torch.Tensor) -> torch.Tensor:
         if input.dim() != 4:
             raise ValueError("ROIAlign takes an (N, C, H, W) input, got " + str(input.shape))
+        if not torch.jit.is_scripting():
+            if isinstance(rois, (list, tuple)):  # eager only: one (Ki, 4) tensor per image
+                return roi_align(input, rois, self.output_hw, self.spatial_scale,
+                                 self.sampling_ratio, self.aligned)
         if rois.dim() != 2 or rois.size(1) != 5:
             raise ValueError("ROIAlign: rois must be (K, 5) (batch index, x0, y0, x1, y1), got "
                              + str(rois.shape))
