@@ -9,8 +9,11 @@ from .roi_align import ROIAlign, roi_align
 from .deform_conv import DeformConv, ModulatedDeformConv
 from .mask_ops import paste_masks_in_image
 from .losses import ciou_loss, diou_loss, giou_loss, smooth_l1_loss
+from .blocks import CNNBlockBase, DepthwiseSeparableConv2d
+from .aspp import ASPP
 
 __all__ = ["Conv2d", "DeformConv", "FrozenBatchNorm2d", "LayerNorm", "ModulatedDeformConv",
            "ROIAlign", "ShapeSpec", "batched_nms", "cat", "ciou_loss", "diou_loss", "get_norm",
            "giou_loss", "nms", "nonzero_tuple", "paste_masks_in_image", "roi_align",
            "shapes_to_tensor", "smooth_l1_loss"]
+__all__ += ["ASPP", "CNNBlockBase", "DepthwiseSeparableConv2d"]

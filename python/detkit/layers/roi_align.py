@@ -1,4 +1,6 @@
 """ROIAlign as Detectron2's (detectron2.layers.roi_align): detkit's kernel with its gradient."""
+from typing import Tuple
+
 import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
@@ -19,19 +21,32 @@ def roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned=
 
 
 class ROIAlign(nn.Module):
+    """Scriptable: forward takes (N, C, H, W) features and (K, 5) boxes (batch index first)."""
+
+    output_hw: Tuple[int, int]
+
     def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=True):
         """aligned=True shifts box corners by -0.5 pixel (Detectron2's correct alignment)."""
         super().__init__()
         self.output_size = output_size
-        self.spatial_scale = spatial_scale
-        self.sampling_ratio = sampling_ratio
-        self.aligned = aligned
+        self.output_hw = tuple(int(s) for s in _pair(output_size))
+        self.spatial_scale = float(spatial_scale)
+        self.sampling_ratio = int(sampling_ratio)
+        self.aligned = bool(aligned)
 
-    def forward(self, input, rois):
+    def forward(self, input: torch.Tensor, rois: torch.Tensor) -> torch.Tensor:
         if input.dim() != 4:
-            raise ValueError(f"ROIAlign takes an (N, C, H, W) input, got {tuple(input.shape)}")
-        return roi_align(input, rois, self.output_size, self.spatial_scale,
-                         self.sampling_ratio, self.aligned)
+            raise ValueError("ROIAlign takes an (N, C, H, W) input, got " + str(input.shape))
+        if not torch.jit.is_scripting():
+            if isinstance(rois, (list, tuple)):  # eager only: one (Ki, 4) tensor per image
+                return roi_align(input, rois, self.output_hw, self.spatial_scale,
+                                 self.sampling_ratio, self.aligned)
+        if rois.dim() != 2 or rois.size(1) != 5:
+            raise ValueError("ROIAlign: rois must be (K, 5) (batch index, x0, y0, x1, y1), got "
+                             + str(rois.shape))
+        return torch.ops.detkit.roi_align(input, rois.to(input.dtype), self.spatial_scale,
+                                          self.output_hw[0], self.output_hw[1],
+                                          self.sampling_ratio, self.aligned)
 
     def __repr__(self):
         return (f"{self.__class__.__name__}(output_size={self.output_size}, "

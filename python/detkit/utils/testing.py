@@ -49,3 +49,15 @@ def assert_instances_allclose(input, other, *, rtol=1e-5, msg="", size_as_tensor
                 assert torch.equal(val1, val2), msg + f"Field {f} is different!"
         else:
             assert val1 == val2, msg + f"Field {f} is different!"
+
+
+def convert_scripted_instances(instances):
+    """An eager Instances of the fields set in a class made by patch_instances."""
+    from ..structures.instances import Instances
+
+    out = Instances(instances.image_size)
+    for name in instances._field_names:
+        value = getattr(instances, "_" + name)
+        if value is not None:
+            out.set(name, value)
+    return out
