@@ -5,5 +5,5 @@ from ..catalog import (register_coco_instances, register_coco_panoptic,
                        register_pascal_voc)
 from . import coco
 
-__all__ = ["coco", "register_coco_instances", "register_coco_panoptic", "register_coco_panoptic_separated",
-           "register_lvis_instances", "register_pascal_voc"]
+__all__ = ["coco", "register_coco_instances", "register_coco_panoptic",
+           "register_coco_panoptic_separated", "register_lvis_instances", "register_pascal_voc"]
