@@ -30,6 +30,7 @@ from detkit.data import (DatasetCatalog, DatasetFromList, MapDataset, MetadataCa
                          ToIterableDataset, build_batch_data_loader, build_detection_test_loader,
                          build_detection_train_loader, get_detection_dataset_dicts)
 from detkit.data.common import AspectRatioGroupedDataset
+from detkit.data.datasets import register_coco_instances
 from detkit.data.datasets._rle import decode_counts, encode_counts, rle_area
 from detkit.data.datasets.coco import convert_to_coco_dict, convert_to_coco_json, load_coco_json
 from detkit.data.samplers import (GroupedBatchSampler, InferenceSampler,
@@ -268,6 +269,14 @@ check([r["image_id"] for r in loaded] == sorted(images) and
       f"{mismatches} mismatches")
 check(crowd_areas == 0, f"crowd RLE areas == the sums of the file's runs of ones: largest diff "
       f"{crowd_areas}")
+
+register_coco_instances("loading_registered", {}, val_json, "/images")
+check(DatasetCatalog.get("loading_registered") ==
+      load_coco_json(val_json, "/images", "loading_registered2"),
+      "DatasetCatalog.get of a register_coco_instances dataset: load_coco_json of its file")
+builtin_json = MetadataCatalog.get("coco_2017_val_100").json_file
+if not os.path.exists(builtin_json):  # a built-in COCO dataset reads its file, named if absent
+    raises(FileNotFoundError, lambda: DatasetCatalog.get("coco_2017_val_100"), builtin_json)
 
 mask = rng.random((23, 17)) < 0.4
 flat = mask.flatten(order="F")

@@ -100,10 +100,6 @@ def get_detection_dataset_dicts(names, filter_empty=True, min_keypoints=0, propo
         names = [names]
     if not names:
         raise ValueError("get_detection_dataset_dicts: no dataset name given")
-    unknown = [n for n in names if n not in DatasetCatalog]
-    if unknown:
-        raise KeyError(f"Datasets {unknown} are not registered in DatasetCatalog; available: "
-                       f"{sorted(DatasetCatalog.list())}")
     per_dataset = [DatasetCatalog.get(n) for n in names]
     if isinstance(per_dataset[0], torchdata.Dataset):
         return per_dataset[0] if len(per_dataset) == 1 else torchdata.ConcatDataset(per_dataset)

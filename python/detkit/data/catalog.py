@@ -75,10 +75,16 @@ class _DatasetCatalog:
         self._functions[name] = func
 
     def get(self, name):
-        if name not in self._functions:
-            raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
-                           f"{', '.join(sorted(self._functions))}")
-        return self._functions[name]()
+        """The registered function's dicts; for a COCO instances dataset of detkit's catalog
+        (built in, or from register_coco_instances), load_coco_json of its file."""
+        if name in self._functions:
+            return self._functions[name]()
+        meta = MetadataCatalog.get(name) if name in _C.registered_datasets() else None
+        if meta is not None and meta.get("evaluator_type") == "coco" and meta.get("json_file"):
+            from .datasets.coco import load_coco_json
+            return load_coco_json(meta.json_file, meta.image_root, name)
+        raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
+                       f"{', '.join(sorted(self._functions))}")
 
     def list(self):
         return list(self._functions)
