@@ -1,7 +1,8 @@
 """detkit.config: get_cfg() and CfgNode as Detectron2's (detectron2.config), over detkit's own
 config tree: the same keys, defaults, types and errors as `detkit train` / the YAML files; and
-Detectron2's @configurable."""
+Detectron2's @configurable and instantiate."""
 from .config import CfgNode, get_cfg
 from .configurable import configurable
+from .instantiate import instantiate
 
-__all__ = ["CfgNode", "configurable", "get_cfg"]
+__all__ = ["CfgNode", "configurable", "get_cfg", "instantiate"]

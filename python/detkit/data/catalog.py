@@ -55,6 +55,10 @@ class _MetadataCatalog:
     def remove(self, name):
         self._metadata.pop(name, None)
 
+    def pop(self, name, *default):
+        """Forgets name's metadata and returns it (Detectron2's MetadataCatalog is a dict)."""
+        return self._metadata.pop(name, *default)
+
 
 class _DatasetCatalog:
     def __init__(self):
@@ -71,13 +75,33 @@ class _DatasetCatalog:
         self._functions[name] = func
 
     def get(self, name):
-        if name not in self._functions:
-            raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
-                           f"{', '.join(sorted(self._functions))}")
-        return self._functions[name]()
+        """The registered function's dicts; for a COCO instances dataset of detkit's catalog
+        (built in, or from register_coco_instances), load_coco_json of its file."""
+        if name in self._functions:
+            return self._functions[name]()
+        meta = MetadataCatalog.get(name) if name in _C.registered_datasets() else None
+        if meta is not None and meta.get("evaluator_type") == "coco" and meta.get("json_file"):
+            from .datasets.coco import load_coco_json
+            return load_coco_json(meta.json_file, meta.image_root, name)
+        raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
+                       f"{', '.join(sorted(self._functions))}")
 
     def list(self):
         return list(self._functions)
+
+    def keys(self):
+        return self._functions.keys()
+
+    def remove(self, name):
+        """Unregisters name (Detectron2's DatasetCatalog.remove)."""
+        if name not in self._functions:
+            raise KeyError(f"Dataset '{name}' is not registered!")
+        self.pop(name)
+
+    def pop(self, name, *default):
+        """Unregisters name and returns its function (Detectron2's DatasetCatalog is a dict)."""
+        self._written.pop(name, None)
+        return self._functions.pop(name, *default)
 
     def __contains__(self, name):
         return name in self._functions
@@ -176,15 +200,9 @@ def materialize_datasets(cfg):
 
 class _TestLoader:
     """Detectron2's test loader, as inference_on_dataset consumes it: the dataset mapped as
-    DatasetMapper(cfg, is_train=False) does, one image at a time (detkit runs it natively)."""
+    DatasetMapper(cfg, is_train=False) does, one image at a time (detkit runs it natively).
+    detkit.data.build_detection_test_loader(cfg, dataset_name) with no mapper gives one."""
 
     def __init__(self, cfg, dataset_name):
         self.cfg = cfg.clone()
         self.dataset_name = dataset_name
-
-
-def build_detection_test_loader(cfg, dataset_name, mapper=None, **kwargs):
-    if mapper is not None:
-        raise _C.Error("build_detection_test_loader: a Python mapper is not supported; detkit maps "
-                       "with the config's test-time mapper (INPUT.MIN_SIZE_TEST, MAX_SIZE_TEST)")
-    return _TestLoader(cfg, dataset_name)

@@ -1,7 +1,7 @@
 from collections import OrderedDict
 
 from .. import _C
-from ..data.catalog import DatasetCatalog
+from ..data.catalog import DatasetCatalog, _TestLoader
 
 
 class COCOEvaluator:
@@ -17,7 +17,12 @@ class COCOEvaluator:
 def inference_on_dataset(model, data_loader, evaluator):
     """Runs `model` (DefaultPredictor(cfg).model or DefaultTrainer(cfg).model) over the loader's
     dataset one image at a time and evaluates it. Returns Detectron2's OrderedDict: {"bbox":
-    {"AP": ..., "AP50": ..., "AP-<class>": ...}, "segm": {...}, "keypoints": {...}} (x100)."""
+    {"AP": ..., "AP50": ..., "AP-<class>": ...}, "segm": {...}, "keypoints": {...}} (x100).
+    The loader is build_detection_test_loader(cfg, dataset_name), without a mapper."""
+    if not isinstance(data_loader, _TestLoader):
+        raise TypeError(f"inference_on_dataset: detkit runs the loader of "
+                        f"build_detection_test_loader(cfg, dataset_name) (no mapper) natively; "
+                        f"got {type(data_loader).__name__}")
     if data_loader.dataset_name != evaluator.dataset_name:
         raise _C.Error(f"inference_on_dataset: the loader reads '{data_loader.dataset_name}' but "
                        f"the evaluator evaluates '{evaluator.dataset_name}'")
