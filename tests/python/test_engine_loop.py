@@ -7,7 +7,6 @@ EvalHook's calls, BestCheckpointer's and PeriodicCheckpointer's saves, PreciseBN
 against numpy, TorchProfiler's traces), the trainer's state_dict round trip, setup helpers,
 build_model, the logger helpers, and the errors.
 Usage: test_engine_loop.py [SHARED SOURCE DETKIT] (unused)."""
-import copy
 import logging
 import os
 import tempfile
