@@ -2,6 +2,7 @@ import weakref
 
 from .. import _C
 from ..data.catalog import materialize_datasets
+from ..modeling.meta_arch import META_ARCH_REGISTRY
 from ..structures import Boxes, Instances
 from ..utils.events import _entered
 from .trainer_storage import TrainerStorage
@@ -46,6 +47,7 @@ class DefaultTrainer:
     log.txt and seeds from SEED. train() runs with the GIL released."""
 
     def __init__(self, cfg):
+        _refuse_python_architecture(cfg.MODEL.META_ARCHITECTURE)
         materialize_datasets(cfg)
         self.cfg = cfg.clone()
         self.cfg.freeze()
@@ -88,6 +90,14 @@ class DefaultTrainer:
         exits 75 there); resume_or_load(resume=True) continues from it."""
         with _entered(self._storage):
             self._trainer.train()
+
+
+def _refuse_python_architecture(name):
+    if name in META_ARCH_REGISTRY:
+        raise _C.Error(f"DefaultTrainer: MODEL.META_ARCHITECTURE '{name}' is registered from "
+                       "Python; detkit's DefaultTrainer trains its C++ models only. Train a Python "
+                       "model with SimpleTrainer (build_model, build_optimizer, your loader and "
+                       "detkit.engine.hooks)")
 
 
 class _ModelOf:
