@@ -26,6 +26,15 @@ auto named(const char* what, F&& f) {
   }
 }
 
+// An RLE from COCO's counts: a compressed string (str or bytes) or the list of runs; checked
+// (mask_ops throws detkit::Error naming what is wrong).
+mask_ops::RLE rle_of(const py::object& counts, int64_t h, int64_t w) {
+  if (py::isinstance<py::str>(counts) || py::isinstance<py::bytes>(counts)) {
+    return mask_ops::from_string(counts.cast<std::string>(), h, w);
+  }
+  return mask_ops::from_uncompressed(counts.cast<std::vector<int64_t>>(), h, w);
+}
+
 }  // namespace
 
 void bind_masks(py::module_& m) {
@@ -34,16 +43,23 @@ void bind_masks(py::module_& m) {
   m.def(
       "rle_decode",
       [](const py::object& counts, int64_t h, int64_t w) {
-        mask_ops::RLE rle;
-        if (py::isinstance<py::str>(counts) || py::isinstance<py::bytes>(counts)) {
-          rle = mask_ops::from_string(counts.cast<std::string>(), h, w);
-        } else {
-          rle = mask_ops::from_uncompressed(counts.cast<std::vector<int64_t>>(), h, w);
-        }
-        const std::vector<uint8_t> pixels = mask_ops::decode(rle);
+        const std::vector<uint8_t> pixels = mask_ops::decode(rle_of(counts, h, w));
         py::array_t<uint8_t> out({static_cast<py::ssize_t>(h), static_cast<py::ssize_t>(w)});
         std::copy(pixels.begin(), pixels.end(), out.mutable_data());
         return out;
+      },
+      py::arg("counts"), py::arg("height"), py::arg("width"));
+  // An RLE's compressed counts (bytes, as pycocotools' encode gives) and its area.
+  m.def(
+      "rle_compress",
+      [](const py::object& counts, int64_t h, int64_t w) {
+        return py::bytes(mask_ops::to_string(rle_of(counts, h, w)));
+      },
+      py::arg("counts"), py::arg("height"), py::arg("width"));
+  m.def(
+      "rle_area",
+      [](const py::object& counts, int64_t h, int64_t w) {
+        return mask_ops::area(rle_of(counts, h, w));
       },
       py::arg("counts"), py::arg("height"), py::arg("width"));
   m.def(

@@ -31,7 +31,8 @@ from detkit.data import (DatasetCatalog, DatasetFromList, MapDataset, MetadataCa
                          build_detection_train_loader, get_detection_dataset_dicts)
 from detkit.data.common import AspectRatioGroupedDataset
 from detkit.data.datasets import register_coco_instances
-from detkit.data.datasets._rle import decode_counts, encode_counts, rle_area
+import detkit
+from detkit import _C
 from detkit.data.datasets.coco import convert_to_coco_dict, convert_to_coco_json, load_coco_json
 from detkit.data.samplers import (GroupedBatchSampler, InferenceSampler,
                                   RandomSubsetTrainingSampler, RepeatFactorTrainingSampler,
@@ -247,6 +248,12 @@ by_image = {}
 for a in raw["annotations"]:
     by_image.setdefault(a["image_id"], []).append(a)
 mismatches, compared, crowd_areas = 0, 0, 0.0
+def runs_to_mask(runs, h, w):
+    """An (h, w) mask from COCO's column-major runs, alternating 0 and 1 (numpy, the oracle)."""
+    flat = np.repeat(np.arange(len(runs)) % 2, runs).astype(np.uint8)
+    return flat.reshape(w, h).T
+
+
 for record in loaded:
     image = images[record["image_id"]]
     mismatches += record["file_name"] != "/images/" + image["file_name"]
@@ -257,10 +264,13 @@ for record in loaded:
         mismatches += got["category_id"] != cat_ids.index(want["category_id"])
         mismatches += got["iscrowd"] != want["iscrowd"]
         if isinstance(want["segmentation"], dict):
-            mismatches += decode_counts(got["segmentation"]["counts"]) != \
-                want["segmentation"]["counts"]
+            h, w = want["segmentation"]["size"]
+            decoded = _C.rle_decode(got["segmentation"]["counts"], h, w)
+            mismatches += not np.array_equal(decoded,
+                                             runs_to_mask(want["segmentation"]["counts"], h, w))
             ones = sum(want["segmentation"]["counts"][1::2])  # the file's runs of ones
-            crowd_areas = max(crowd_areas, abs(rle_area(got["segmentation"]) - ones))
+            crowd_areas = max(crowd_areas, abs(_C.rle_area(got["segmentation"]["counts"], h, w) -
+                                               ones))
         else:
             mismatches += got["segmentation"] != want["segmentation"]
 check([r["image_id"] for r in loaded] == sorted(images) and
@@ -288,11 +298,11 @@ for v in flat:
         runs.append(length)
         current, length = v, 1
 runs.append(length)
-compressed = encode_counts(runs)
-check(decode_counts(compressed) == runs and
-      rle_area({"counts": compressed, "size": [23, 17]}) == int(mask.sum()),
-      f"RLE: compressed counts decode back; area {int(mask.sum())} == the numpy mask's")
-raises(ValueError, lambda: rle_area({"counts": [3, 4], "size": [3, 3]}), "9")
+compressed = _C.rle_compress(runs, 23, 17)
+check(np.array_equal(_C.rle_decode(compressed, 23, 17), mask.astype(np.uint8)) and
+      _C.rle_area(compressed, 23, 17) == int(mask.sum()),
+      f"RLE: compressed counts decode to the numpy mask; area {int(mask.sum())}")
+raises(detkit.Error, lambda: _C.rle_area([3, 4], 3, 3), "9")
 
 folder = tempfile.mkdtemp(prefix="detkit_data_loading_")
 atexit.register(shutil.rmtree, folder, True)

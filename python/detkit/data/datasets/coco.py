@@ -11,7 +11,7 @@ import numpy as np
 
 from ...structures import Boxes, BoxMode, PolygonMasks
 from ..catalog import DatasetCatalog, MetadataCatalog
-from ._rle import encode_counts, rle_area
+from ... import _C
 
 __all__ = ["load_coco_json", "convert_to_coco_dict", "convert_to_coco_json"]
 
@@ -61,7 +61,9 @@ def _segmentation(segm):
     the polygons of 6 or more (an even number of) coordinates; None when no polygon is left."""
     if isinstance(segm, dict):
         if isinstance(segm.get("counts"), list):
-            return {"size": list(segm["size"]), "counts": encode_counts(segm["counts"])}
+            height, width = (int(v) for v in segm["size"])
+            return {"size": list(segm["size"]),
+                    "counts": _C.rle_compress(segm["counts"], height, width)}
         return segm
     polygons = [p for p in segm if len(p) % 2 == 0 and len(p) >= 6]
     return polygons or None
@@ -142,7 +144,8 @@ def _area(annotation, bbox_xywh):
     if isinstance(segm, list):
         return float(PolygonMasks([segm]).area()[0].item())
     if isinstance(segm, dict):
-        return float(rle_area(segm))
+        height, width = (int(v) for v in segm["size"])
+        return float(_C.rle_area(segm["counts"], height, width))
     raise TypeError(f"Unknown segmentation type {type(segm)}!")
 
 
