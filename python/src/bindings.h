@@ -11,6 +11,7 @@ void bind_image(pybind11::module_& m);      // image_bindings.cpp: read_image
 void bind_keypoints(pybind11::module_& m);  // keypoints_bindings.cpp: heatmap encode / decode
 void bind_masks(pybind11::module_& m);      // masks_bindings.cpp: PolygonMasks, BitMasks
 void bind_metadata(pybind11::module_& m);   // metadata_bindings.cpp: metadata_of
+void bind_model(pybind11::module_& m);      // model_bindings.cpp: Model, build_model
 void bind_model_zoo(pybind11::module_& m);  // model_zoo_bindings.cpp
 void bind_predictor(pybind11::module_& m);  // predictor_bindings.cpp: Predictor
 void bind_trainer(pybind11::module_& m);    // trainer_bindings.cpp: Trainer, the catalog

@@ -25,6 +25,7 @@ PYBIND11_MODULE(_C, m) {
   detkit::python::bind_keypoints(m);
   detkit::python::bind_masks(m);
   detkit::python::bind_metadata(m);
+  detkit::python::bind_model(m);
   detkit::python::bind_model_zoo(m);
   detkit::python::bind_predictor(m);
   detkit::python::bind_trainer(m);

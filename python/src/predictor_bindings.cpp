@@ -12,6 +12,7 @@
 #include "detkit/engine/predictor.h"
 #include "detkit/utils/error.h"
 #include "python/src/bindings.h"
+#include "python/src/model_outputs.h"
 
 namespace detkit::python {
 namespace py = pybind11;
@@ -40,46 +41,6 @@ py::array_t<uint8_t> checked_image(const py::object& object) {
     throw Error("DefaultPredictor: the image must have shape (H, W, 3) with H, W > 0, got " +
                 shape_of(array));
   return py::array_t<uint8_t, py::array::c_style>::ensure(array);
-}
-
-py::dict instances_dict(const structures::Instances& found) {
-  py::dict out;
-  out["image_size"] = py::make_tuple(found.image_height(), found.image_width());
-  for (const std::string& name : found.field_names()) {
-    if (name == "pred_boxes" || name == "proposal_boxes")
-      out[name.c_str()] = found.boxes(name).tensor();
-    else
-      out[name.c_str()] = found.tensor(name);
-  }
-  return out;
-}
-
-// Detectron2's output dict: "instances" (the fields above), "sem_seg" (C, H, W) logits,
-// "panoptic_seg" as (id map, segments_info) with its keys (things: id, isthing, score,
-// category_id, instance_id; stuff: id, isthing, category_id, area).
-py::dict output_dict(const structures::ModelOutput& output) {
-  py::dict out;
-  if (output.instances) out["instances"] = instances_dict(*output.instances);
-  if (output.sem_seg) out["sem_seg"] = *output.sem_seg;
-  if (output.panoptic_seg) {
-    py::list segments;
-    for (const auto& s : output.panoptic_seg->segments) {
-      py::dict d;
-      d["id"] = s.id;
-      d["isthing"] = s.isthing;
-      if (s.isthing) {
-        d["score"] = s.score;
-        d["category_id"] = s.category_id;
-        d["instance_id"] = s.instance_id;
-      } else {
-        d["category_id"] = s.category_id;
-        d["area"] = s.area;
-      }
-      segments.append(d);
-    }
-    out["panoptic_seg"] = py::make_tuple(output.panoptic_seg->ids, segments);
-  }
-  return out;
 }
 
 }  // namespace

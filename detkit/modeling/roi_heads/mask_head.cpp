@@ -5,6 +5,7 @@
 
 #include "detkit/layers/conv_transpose2d.h"
 #include "detkit/layers/precision.h"
+#include "detkit/ops/roi_align.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/event_scalars.h"
 
@@ -53,6 +54,29 @@ LossDict MaskRCNNConvUpsampleHead::forward(const at::Tensor& x, std::vector<Inst
   return {};
 }
 
+namespace {
+
+// The mask targets of one image's proposals, (N, side, side) bool, as Detectron2's
+// crop_and_resize: polygons rasterised in each box; bitmasks (INPUT.MASK_FORMAT bitmask) sampled
+// by ROIAlign (aligned, one sample per bin) and thresholded at 0.5.
+at::Tensor mask_targets(const Instances::Field& gt_masks, const at::Tensor& boxes, int64_t side) {
+  if (const auto* polygons = std::get_if<structures::PolygonMasks>(&gt_masks))
+    return polygons->crop_and_resize(boxes, side);
+  if (const auto* bitmasks = std::get_if<structures::BitMasks>(&gt_masks)) {
+    const at::Tensor masks = bitmasks->tensor().to(boxes.device());
+    const int64_t n = masks.size(0);
+    TORCH_CHECK(boxes.size(0) == n, "gt_masks has ", n, " masks for ", boxes.size(0), " boxes");
+    if (n == 0) return at::zeros({0, side, side}, masks.options().dtype(at::kBool));
+    const at::Tensor rois =
+        at::cat({at::arange(n, boxes.options()).unsqueeze(1), boxes.to(at::kFloat)}, 1);
+    return ops::roi_align(masks.to(at::kFloat).unsqueeze(1), rois, 1.0, side, side, 0, true)
+               .squeeze(1) >= 0.5;
+  }
+  TORCH_CHECK(false, "gt_masks must be PolygonMasks or BitMasks");
+}
+
+}  // namespace
+
 at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
                           const std::vector<Instances>& instances) {
   const bool agnostic = pred_mask_logits.size(1) == 1;
@@ -62,8 +86,8 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
   for (const auto& inst : instances) {
     if (inst.size() == 0) continue;
     if (!agnostic) classes.push_back(inst.tensor("gt_classes").to(at::kLong));
-    masks.push_back(inst.polygon_masks("gt_masks")
-                        .crop_and_resize(inst.boxes("proposal_boxes").tensor(), side));
+    masks.push_back(
+        mask_targets(inst.get("gt_masks"), inst.boxes("proposal_boxes").tensor(), side));
   }
   if (masks.empty()) return pred_mask_logits.sum() * 0;
   at::Tensor targets = at::cat(masks).to(at::kFloat);

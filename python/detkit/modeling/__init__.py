@@ -1,8 +1,10 @@
-"""detkit.modeling from Python: the first of Detectron2's detectron2.modeling modules (matcher,
-box_regression). detkit's models themselves run in C++ (DefaultTrainer, DefaultPredictor)."""
+"""detkit.modeling from Python: Detectron2's detectron2.modeling names (matcher, box_regression,
+anchor_generator, poolers, meta_arch). build_model gives detkit's C++ models as nn.Modules."""
 from .box_regression import Box2BoxTransform, Box2BoxTransformLinear, Box2BoxTransformRotated
 from .matcher import Matcher
-from .meta_arch import META_ARCH_REGISTRY, build_model
+from .meta_arch import (META_ARCH_REGISTRY, GeneralizedRCNN, PanopticFPN, ProposalNetwork,
+                        RetinaNet, SemanticSegmentor, build_model)
 
 __all__ = ["Box2BoxTransform", "Box2BoxTransformLinear", "Box2BoxTransformRotated", "Matcher",
-           "META_ARCH_REGISTRY", "build_model"]
+           "GeneralizedRCNN", "META_ARCH_REGISTRY", "PanopticFPN", "ProposalNetwork", "RetinaNet",
+           "SemanticSegmentor", "build_model"]

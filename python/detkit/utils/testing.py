@@ -61,3 +61,18 @@ def convert_scripted_instances(instances):
         if value is not None:
             out.set(name, value)
     return out
+
+
+def get_model_config(config_path):
+    """The model zoo's config at `config_path`, on CPU when CUDA is absent."""
+    from .. import model_zoo
+    cfg = model_zoo.get_config(config_path)
+    if not torch.cuda.is_available():
+        cfg.MODEL.DEVICE = "cpu"
+    return cfg
+
+
+def get_model_no_weights(config_path):
+    """The model zoo config's model (detkit.modeling.build_model) with its initial weights."""
+    from ..modeling import build_model
+    return build_model(get_model_config(config_path))

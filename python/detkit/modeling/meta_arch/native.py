@@ -1,0 +1,166 @@
+"""detkit's built-in models as torch.nn.Modules with Detectron2's names (GeneralizedRCNN,
+RetinaNet, ProposalNetwork, SemanticSegmentor, PanopticFPN): the C++ model (detkit._C.Model)
+behind Detectron2's Python interface.
+
+The module's parameters and buffers are the C++ model's own tensors (no copies), under
+Detectron2's names (`backbone.bottom_up.stem.conv1.weight`, ...): state_dict() / load_state_dict()
+read and write them, an optimizer over parameters() trains the tensors the C++ layers use,
+`.to(device)` moves them in place. `model(batched_inputs)` takes Detectron2's list of dicts
+("image": a (C, H, W) tensor in INPUT.FORMAT order, already resized; "height" / "width": the
+size to give predictions in; "instances": the targets in training) and returns Detectron2's
+loss dict in training (tensors whose graph reaches the parameters, so `.backward()` fills their
+.grad) and its list of output dicts in evaluation. The C++ model runs with the GIL released.
+What detkit does not expose: the submodules themselves (model.backbone, model.roi_heads, ...),
+`inference(..., do_postprocess=False)`, precomputed proposals as inputs."""
+import torch
+from torch import nn
+
+from ... import _C
+from ...structures import BitMasks, Boxes, Instances, Keypoints, PolygonMasks
+from .build import META_ARCH_REGISTRY
+
+__all__ = ["GeneralizedRCNN", "PanopticFPN", "ProposalNetwork", "RetinaNet", "SemanticSegmentor"]
+
+
+def _field(name, value, where):
+    if isinstance(value, Boxes):
+        return ("boxes", value.tensor)
+    if isinstance(value, PolygonMasks):
+        return ("polygons", [[p.tolist() for p in instance] for instance in value.polygons])
+    if isinstance(value, BitMasks):
+        return ("bitmasks", value.tensor)
+    if isinstance(value, Keypoints):
+        return value.tensor
+    if isinstance(value, torch.Tensor):
+        return value
+    raise TypeError(f"{where}: instances field '{name}' is a {type(value).__name__}; detkit's "
+                    f"models take tensors, Boxes, PolygonMasks, BitMasks and Keypoints")
+
+
+def _native_input(index, d, device):
+    where = f"batched_inputs[{index}]"
+    if not isinstance(d, dict) or "image" not in d:
+        raise ValueError(f"{where}: a dict with an 'image' (C, H, W) tensor, as Detectron2's "
+                         f"models take, got {type(d).__name__}")
+    image = d["image"]
+    if not isinstance(image, torch.Tensor) or image.dim() != 3:
+        raise ValueError(f"{where}['image']: a (C, H, W) tensor, got "
+                         f"{getattr(image, 'shape', type(image).__name__)}")
+    out = {"image": image.to(device=device, dtype=torch.float32),
+           "height": int(d.get("height", image.shape[1])),
+           "width": int(d.get("width", image.shape[2]))}
+    if "file_name" in d:
+        out["file_name"] = str(d["file_name"])
+    if "instances" in d:
+        inst = d["instances"]
+        fields = {name: _field(name, value, where) for name, value in inst.get_fields().items()}
+        fields = {k: (v.to(device) if isinstance(v, torch.Tensor) else
+                      (v[0], v[1].to(device)) if isinstance(v[1], torch.Tensor) else v)
+                  for k, v in fields.items()}
+        out["instances"] = (tuple(int(s) for s in inst.image_size), fields)
+    if "sem_seg" in d:
+        out["sem_seg"] = d["sem_seg"].to(device=device, dtype=torch.int64)
+    return out
+
+
+def _instances(fields):
+    instances = Instances(tuple(fields.pop("image_size")))
+    for name, value in fields.items():
+        instances.set(name, Boxes(value) if name in ("pred_boxes", "proposal_boxes") else value)
+    return instances
+
+
+class _NativeModel(nn.Module):
+    """A detkit C++ model as an nn.Module (see the module's docstring)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        expected = type(self).__name__
+        if cfg.MODEL.META_ARCHITECTURE != expected:
+            raise ValueError(f"{expected}(cfg): cfg.MODEL.META_ARCHITECTURE is "
+                             f"'{cfg.MODEL.META_ARCHITECTURE}'")
+        self._native = _C.build_model(cfg._tree)
+        self._adopt()
+        self.train(True)
+
+    def _adopt(self):
+        """The C++ tensors, registered under their dotted names (nested nn.Modules mirror the
+        C++ module tree, so state_dict keys are Detectron2's)."""
+        for kind, items in (("_parameters", self._native.named_parameters()),
+                            ("_buffers", self._native.named_buffers())):
+            for name, tensor in items:
+                *path, leaf = name.split(".")
+                module = self
+                for part in path:
+                    if part not in module._modules:
+                        module._modules[part] = nn.Module()
+                    module = module._modules[part]
+                getattr(module, kind)[leaf] = tensor
+
+    def train(self, mode=True):
+        super().train(mode)
+        self._native.train(bool(mode))
+        return self
+
+    @property
+    def device(self):
+        for p in self.parameters():
+            return p.device
+        return torch.device("cpu")
+
+    def forward(self, batched_inputs):
+        if not isinstance(batched_inputs, (list, tuple)):
+            raise ValueError(f"{type(self).__name__}: batched_inputs is a list of dicts, got "
+                             f"{type(batched_inputs).__name__}")
+        device = self.device
+        inputs = [_native_input(i, d, device) for i, d in enumerate(batched_inputs)]
+        if self.training:
+            missing = [i for i, d in enumerate(batched_inputs) if "instances" not in d]
+            if missing:
+                raise ValueError(f"{type(self).__name__} in training: batched_inputs {missing} "
+                                 f"have no 'instances' (the targets)")
+            return self._native.losses(inputs)
+        outputs = self._native.outputs(inputs)
+        for out in outputs:
+            if "instances" in out:
+                fields = out.pop("instances")
+                key = "proposals" if "proposal_boxes" in fields else "instances"
+                out[key] = _instances(fields)
+        return outputs
+
+    def inference(self, batched_inputs, detected_instances=None, do_postprocess=True):
+        if detected_instances is not None or not do_postprocess:
+            raise NotImplementedError(f"{type(self).__name__}.inference: detkit's C++ model "
+                                      f"gives post-processed outputs of whole images only")
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                return self.forward(batched_inputs)
+        finally:
+            self.train(was_training)
+
+
+@META_ARCH_REGISTRY.register()
+class GeneralizedRCNN(_NativeModel):
+    """Detectron2's GeneralizedRCNN (Faster / Mask / Keypoint / Cascade R-CNN) in C++."""
+
+
+@META_ARCH_REGISTRY.register()
+class RetinaNet(_NativeModel):
+    """Detectron2's RetinaNet in C++."""
+
+
+@META_ARCH_REGISTRY.register()
+class ProposalNetwork(_NativeModel):
+    """Detectron2's ProposalNetwork (RPN only) in C++: {"proposals": Instances} per image."""
+
+
+@META_ARCH_REGISTRY.register()
+class SemanticSegmentor(_NativeModel):
+    """Detectron2's SemanticSegmentor in C++: {"sem_seg": (C, H, W)} per image."""
+
+
+@META_ARCH_REGISTRY.register()
+class PanopticFPN(_NativeModel):
+    """Detectron2's PanopticFPN in C++: instances, sem_seg and panoptic_seg per image."""

@@ -1,0 +1,147 @@
+"""detkit.modeling.build_model: detkit's C++ model as a torch.nn.Module, against Detectron2 itself
+(fixtures/detectron2: its Mask R-CNN's weights, mapped inputs, detections, training losses and
+gradients). Detectron2's 307-tensor state dict loads strictly (its names are the module's); the
+module called on Detectron2's batched inputs gives Detectron2's detections; in training, the
+targets built by detkit.data's Python path (load_coco_json, transform_instance_annotations,
+annotations_to_instances) are Detectron2's, the five losses Detectron2's and loss.backward()
+fills the parameters' .grad with Detectron2's gradients; an optimizer step in Python changes
+what the C++ model computes (the parameters are its tensors); BitMasks targets train as
+polygons do; the errors.
+Usage: test_model.py SHARED SOURCE DETKIT"""
+import json
+import os
+import sys
+
+import torch
+
+from checks import check, finish, raises
+from detkit.config import get_cfg
+from detkit.data import detection_utils as utils
+from detkit.data import transforms as T
+from detkit.data.datasets.coco import load_coco_json
+from detkit.modeling import GeneralizedRCNN, build_model
+from detkit.structures import BitMasks, Instances
+
+shared, source = sys.argv[1:3]
+sys.path.insert(0, f"{source}/tests/tools")
+from check_detectron2_user_path import BOX_TOL, SCORE_TOL  # noqa: E402
+from detection_sets import Detections, match, summary  # noqa: E402
+
+fixture = f"{shared}/fixtures/detectron2"
+if not os.path.exists(f"{fixture}/weights.pth"):
+    print(f"skipped: the Detectron2 fixtures are absent ({fixture})")
+    sys.exit(77)
+torch.set_num_threads(max(1, torch.get_num_threads()))
+cfg = get_cfg()
+cfg.merge_from_file(f"{fixture}/config.yaml")
+cfg.MODEL.DEVICE = "cpu"
+outputs = torch.load(f"{fixture}/outputs.pth")
+meta = json.load(open(f"{fixture}/outputs.json"))
+
+model = build_model(cfg)
+check(isinstance(model, GeneralizedRCNN) and isinstance(model, torch.nn.Module),
+      f"build_model gives a {type(model).__name__} nn.Module")
+weights = torch.load(f"{fixture}/weights.pth")
+result = model.load_state_dict(weights, strict=True)
+check(not result.missing_keys and not result.unexpected_keys and
+      sorted(model.state_dict()) == sorted(weights),
+      f"Detectron2's {len(weights)}-tensor state dict loads strictly: the same names")
+
+# --- evaluation: Detectron2's detections ---------------------------------------------------------
+model.eval()
+batch = [{"image": outputs[f"input_tensor_{i}"], "height": meta["images"][i]["height"],
+          "width": meta["images"][i]["width"]} for i in range(2)]
+with torch.no_grad():
+    results = model(batch)
+for i, out in enumerate(results):
+    inst = out["instances"]
+    ours = Detections(inst.pred_boxes.tensor.tolist(), inst.scores.tolist(),
+                      inst.pred_classes.tolist())
+    reference = Detections(outputs[f"pred_boxes_{i}"].tolist(), outputs[f"scores_{i}"].tolist(),
+                           outputs[f"pred_classes_{i}"].tolist())
+    _, report = match(ours, reference, BOX_TOL, SCORE_TOL)
+    print(f"[ build_model ] image {i} vs Detectron2: {summary(len(ours), len(reference), report)}")
+    check(len(ours) == len(reference) and not report["unexplained"] and
+          inst.image_size == (meta["images"][i]["height"], meta["images"][i]["width"]),
+          f"image {i}: model(batched_inputs) gives Detectron2's {len(reference)} detections")
+
+# --- training: targets from detkit.data's Python path, Detectron2's losses and gradients ----------
+coco_json = f"{shared}/data/coco_tiny/annotations/instances_val2017.json"
+records = {r["image_id"]: r for r in load_coco_json(coco_json, f"{shared}/data/coco_tiny/val2017",
+                                                     "model_test_coco_tiny")}
+train_batch = []
+for i in range(2):
+    image = outputs[f"train_input_tensor_{i}"]
+    record = records[meta["images"][i]["image_id"]]
+    h, w = image.shape[1:]
+    tfm = T.TransformList([T.ResizeTransform(record["height"], record["width"], h, w)])
+    annos = [utils.transform_instance_annotations(dict(a), tfm, (h, w))
+             for a in record["annotations"] if a.get("iscrowd", 0) == 0]
+    targets = utils.filter_empty_instances(utils.annotations_to_instances(annos, (h, w)))
+    boxes_diff = float((targets.gt_boxes.tensor - outputs[f"train_gt_boxes_{i}"]).abs().max())
+    check(torch.equal(targets.gt_classes, outputs[f"train_gt_classes_{i}"]) and boxes_diff < 1e-4,
+          f"image {i}: detection_utils' targets are Detectron2's ({len(targets)} instances, "
+          f"boxes within {boxes_diff:.2g} px)")
+    train_batch.append({"image": image, "instances": targets})
+model.train()
+model.zero_grad()
+losses = model(train_batch)
+for name, want in meta["train_losses"].items():
+    got = float(losses[name].detach())
+    rel = abs(got - want) / abs(want)
+    check(rel < 1e-4, f"{name} {got:.6g} vs Detectron2's {want:.6g} (relative diff {rel:.2g})")
+check(sorted(losses) == sorted(meta["train_losses"]), f"the loss dict's keys: {sorted(losses)}")
+sum(losses.values()).backward()
+params = dict(model.named_parameters())
+for key, want in outputs.items():
+    if not key.startswith("grad."):
+        continue
+    grad = params[key[5:]].grad
+    diff = float((grad - want).abs().max()) if grad is not None else float("inf")
+    check(diff < 1e-4 * float(want.abs().max()),
+          f"grad {key[5:]}: max abs diff {diff:.3g} (values up to {float(want.abs().max()):.3g})")
+
+# an optimizer step in Python changes the C++ model: the parameters are its tensors
+model.eval()
+with torch.no_grad():
+    first = model(batch[:1])[0]["instances"]  # one image: the batch's padding and GEMMs of one
+model.train()
+name = "roi_heads.box_predictor.cls_score.weight"
+before = params[name].detach().clone()
+torch.optim.SGD(model.parameters(), lr=0.01).step()
+check(not torch.equal(before, params[name].detach()) and
+      torch.equal(model.state_dict()[name], params[name].detach()),
+      "SGD's step moved the parameter the state dict (the C++ model's) holds")
+model.eval()
+with torch.no_grad():
+    moved = model(batch[:1])[0]["instances"]
+check(len(moved) != len(first) or not torch.equal(moved.scores, first.scores),
+      "after the step, the C++ model's detections changed")
+model.load_state_dict(weights)
+with torch.no_grad():
+    again = model(batch[:1])[0]["instances"]
+check(len(again) == len(first) and torch.equal(again.scores, first.scores) and
+      torch.equal(again.pred_boxes.tensor, first.pred_boxes.tensor),
+      "load_state_dict writes into the C++ model: its detections are back")
+
+# bitmask targets (INPUT.MASK_FORMAT bitmask) train as the same masks given as polygons
+model.train()
+targets = train_batch[0]["instances"]
+h, w = targets.image_size
+bitmasks = Instances((h, w), gt_boxes=targets.gt_boxes, gt_classes=targets.gt_classes,
+                     gt_masks=BitMasks(torch.stack([torch.from_numpy(utils._bitmask(p, (h, w)))
+                                                    for p in targets.gt_masks.polygons])))
+torch.manual_seed(0)
+with torch.no_grad():
+    as_polygons = model(train_batch[:1])
+    as_bitmasks = model([{"image": train_batch[0]["image"], "instances": bitmasks}])
+diff = abs(float(as_polygons["loss_mask"]) - float(as_bitmasks["loss_mask"]))
+check(diff < 0.02 * float(as_polygons["loss_mask"]),
+      f"loss_mask from BitMasks {float(as_bitmasks['loss_mask']):.5f} vs polygons "
+      f"{float(as_polygons['loss_mask']):.5f} (rasterised, then sampled: held to 2 %)")
+
+# errors
+raises(ValueError, lambda: model([{"image": outputs["input_tensor_0"]}]), "no 'instances'")
+raises(ValueError, lambda: model([{"file_name": "x.jpg"}]), "batched_inputs[0]")
+raises(ValueError, lambda: model({"image": outputs["input_tensor_0"]}), "list of dicts")
+finish()
