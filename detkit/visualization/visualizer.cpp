@@ -170,16 +170,24 @@ cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& ins
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return area(a) > area(b); });
 
+  auto color_of = [&](size_t i) { return instances[i].color.value_or(instance_color(i)); };
   for (size_t i : order) {
     cv::Mat mask = canvas_mask(instances[i], canvas.size(), factor);
-    if (!mask.empty()) draw_mask(canvas, mask, instance_color(i), options.mask_alpha);
+    if (!mask.empty()) draw_mask(canvas, mask, color_of(i), options.mask_alpha);
   }
   auto corner = [&](size_t i, int k) {
     return static_cast<int>(std::lround(instances[i].box[k] * factor));
   };
   for (size_t i : order) {
-    cv::rectangle(canvas, cv::Point(corner(i, 0), corner(i, 1)),
-                  cv::Point(corner(i, 2), corner(i, 3)), instance_color(i), line, cv::LINE_AA);
+    if (instances[i].draw_box)
+      cv::rectangle(canvas, cv::Point(corner(i, 0), corner(i, 1)),
+                    cv::Point(corner(i, 2), corner(i, 3)), color_of(i), line, cv::LINE_AA);
+    if (instances[i].outline.empty()) continue;
+    std::vector<cv::Point> outline;
+    for (const cv::Point2d& p : instances[i].outline)
+      outline.emplace_back(static_cast<int>(std::lround(p.x * factor)),
+                           static_cast<int>(std::lround(p.y * factor)));
+    cv::polylines(canvas, outline, true, color_of(i), line, cv::LINE_AA);
   }
   const int radius = std::max(2, line + 1);
   for (size_t i : order) {
@@ -203,7 +211,7 @@ cv::Mat draw_instances(const cv::Mat& bgr, const std::vector<DrawnInstance>& ins
   }
   for (size_t i : order) {
     if (instances[i].label.empty()) continue;
-    draw_label(canvas, instances[i].label, cv::Point(corner(i, 0), corner(i, 1)), instance_color(i),
+    draw_label(canvas, instances[i].label, cv::Point(corner(i, 0), corner(i, 1)), color_of(i),
                style);
   }
   return canvas;

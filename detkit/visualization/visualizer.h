@@ -11,6 +11,7 @@
 
 #include <array>
 #include <opencv2/core.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct DrawnInstance {
   cv::Mat mask;                 // CV_8U, image size, non-zero inside; empty: no mask
   std::vector<std::vector<cv::Point2d>> polygons;  // drawn as the mask when `mask` is empty
   std::vector<std::array<double, 3>> keypoints;    // x, y, score (or visibility); empty: none
+  std::optional<cv::Scalar> color;                 // BGR; none: instance_color of its index
+  bool draw_box = true;              // false: `box` only places the label and orders drawing
+  std::vector<cv::Point2d> outline;  // a closed outline drawn in the colour (a rotated box)
 };
 
 /// The integer factor (1..8) the draw_* functions enlarge `bgr` by so that its short side

@@ -70,6 +70,19 @@ void bind_config(py::module_& m) {
       .def("get", [](const CfgNode& c, const std::string& key) { return to_python(c.get(key)); })
       .def("set", [](CfgNode& c, const std::string& key,
                      const py::handle& value) { c.set(key, from_python(key, value), "Python"); })
+      // A new key set from Python on an unfrozen config (yacs adds it; Detectron2's projects
+      // extend the config so): declared with the value as its default and type.
+      .def("define",
+           [](CfgNode& c, const std::string& key, const py::handle& value) {
+             if (c.is_frozen())
+               throw Error("config key '" + key + "': the config is frozen (defrost() first)");
+             if (c.has(key)) throw Error("config key '" + key + "' exists already");
+             CfgValue v = from_python(key, value);
+             if (v.kind() == CfgValue::Kind::Null)
+               c.define(key, v, CfgValue::Kind::String);
+             else
+               c.define(key, v);
+           })
       .def("merge_from_file", &CfgNode::merge_from_file, py::arg("path"))
       .def("merge_from_list", &CfgNode::merge_from_list, py::arg("key_values"))
       .def("freeze", &CfgNode::freeze)

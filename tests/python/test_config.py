@@ -46,6 +46,22 @@ assert error_of(lambda: setattr(cfg.SOLVER, "BASE_LRR", 0.1)) == \
 assert "unknown config key 'SOLVER.BASE_LRR'" in error_of(lambda: cfg.SOLVER.BASE_LRR,
                                                           AttributeError)
 assert not hasattr(cfg.SOLVER, "BASE_LRR")
+# New keys on an unfrozen config are added, as yacs adds them (Detectron2's projects extend the
+# config so); a near miss of an existing key stays the error above; a frozen config refuses.
+extended = get_cfg()
+extended.MY_PROJECT_KEY = 3
+extended.MODEL.MY_HEAD = CfgNode()
+extended.MODEL.MY_HEAD.DIM = 256
+extended.MODEL.MY_HEAD.NAMES = ["a", "b"]
+extended.MODEL.OTHER_HEAD = {"DEPTH": 2}
+assert (extended.MY_PROJECT_KEY, extended.MODEL.MY_HEAD.DIM, list(extended.MODEL.MY_HEAD.NAMES),
+        extended.MODEL.OTHER_HEAD.DEPTH) == (3, 256, ["a", "b"], 2)
+assert "MY_HEAD" in extended.MODEL and "MY_PROJECT_KEY: 3" in extended.dump()
+assert "expected a int" in error_of(lambda: setattr(extended.MODEL.MY_HEAD, "DIM", "wide"))
+assert "unknown config key 'MY_PROJECT_KEY'" in error_of(
+    lambda: get_cfg().merge_from_list(["MY_PROJECT_KEY", "1"]))  # lists and files: known keys
+extended.freeze()
+assert "frozen" in error_of(lambda: setattr(extended, "ANOTHER_KEY", 1))
 assert error_of(lambda: setattr(cfg.SOLVER, "MAX_ITER", "many")).startswith(
     "config key 'SOLVER.MAX_ITER' in Python: expected a int")
 assert "expected a list" in error_of(lambda: setattr(cfg.MODEL, "PIXEL_STD", 57.0))
@@ -91,7 +107,7 @@ target.merge_from_other_cfg({"SOLVER": {"MAX_ITER": 7}})
 assert target.SOLVER.MAX_ITER == 7 and target.SOLVER.BASE_LR == 5.0
 target.merge_from_other_cfg(get_cfg())  # a whole config: every key, as yacs
 assert target == get_cfg()
-assert "NOT_A_KEY" in error_of(lambda: CfgNode({"SOLVER": {"NOT_A_KEY": 1}}))
+assert CfgNode({"SOLVER": {"NOT_A_KEY": 1}}).SOLVER.NOT_A_KEY == 1  # a dict's own keys, as yacs
 assert "NOT_A_KEY" in error_of(lambda: target.merge_from_other_cfg({"MODEL": {"NOT_A_KEY": 1}}))
 assert "MAX_ITER" in error_of(lambda: target.merge_from_other_cfg({"SOLVER": {"MAX_ITER": "x"}}))
 assert "CfgNode or a dict" in error_of(lambda: target.merge_from_other_cfg(3), TypeError)

@@ -1,7 +1,8 @@
 """CfgNode: attribute access (cfg.MODEL.WEIGHTS, cfg.SOLVER.BASE_LR = 0.01) to detkit's C++
-config tree. Every read, write and merge goes to that tree, so a key it does not know, a value of
-another type or a write to a frozen config fail with the CLI's message (detkit.Error; reading an
-unknown key is an AttributeError with that message, as getattr expects)."""
+config tree. Every read, write and merge goes to that tree, so a value of another type, a write to
+a frozen config or a file's key the config lacks fail with the CLI's message (detkit.Error;
+reading an unknown key is an AttributeError with that message, as getattr expects). Setting a new
+key on an unfrozen config adds it, as yacs does."""
 from .._C import CfgTree, Error
 from .._C import get_cfg as _defaults
 
@@ -15,6 +16,58 @@ def _flatten(nested, prefix=""):
         else:
             items.append((prefix + name, value))
     return items
+
+
+# Sections added empty from Python (cfg.X = CN()), per tree, until keys are set in them: detkit's
+# tree holds sections through their leaves only.
+_EMPTY = {}
+
+
+def _empty_sections(tree):
+    return _EMPTY.setdefault(id(tree), set())
+
+
+def _distance(a, b):
+    """Levenshtein distance."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[-1]
+
+
+def _near_miss(tree, key):
+    """Whether `key` is a typo of a key of its section: one edit from it (two for names of ten
+    letters or more)."""
+    section, _, name = key.rpartition(".")
+    prefix = section + "." if section else ""
+    siblings = {k[len(prefix):].split(".")[0] for k in tree.leaf_keys() if k.startswith(prefix)}
+    allowed = 2 if len(name) >= 10 else 1
+    return any(_distance(name, sibling) <= allowed for sibling in siblings)
+
+
+def _check_new(tree, key):
+    """A key the tree lacks may be added unless the config is frozen or the key is a near miss
+    of an existing one (a typo: the tree's "did you mean" error)."""
+    if _near_miss(tree, key):
+        tree.get(key)  # raises the tree's "unknown key (did you mean ...)" error
+    if tree.is_frozen():
+        raise Error(f"config key '{key}': cannot add a key to a frozen config (defrost() first)")
+
+
+def _set_or_add(tree, key, value):
+    """Sets `key`; a key the config lacks is added, as yacs adds one to an unfrozen config
+    (Detectron2's projects extend the config so), its value its default and its type. A near
+    miss of an existing key stays an error (a typo, not a new key), and merging a file or a list
+    still refuses keys the config lacks, as yacs does."""
+    if tree.kind(key) is not None:
+        tree.set(key, value)  # a wrong type: the tree's error
+        return
+    if _near_miss(tree, key):
+        tree.set(key, value)  # the tree's "unknown key (did you mean ...)" error
+    _check_new(tree, key)
+    tree.define(key, value)
 
 
 class CfgNode:
@@ -31,7 +84,7 @@ class CfgNode:
             explicit = _flatten(tree)
             tree = _defaults()
             for key, value in explicit:
-                tree.set(key, value)  # an unknown key or a wrong type: the tree's error
+                _set_or_add(tree, key, value)
             explicit = [key for key, _ in explicit]
         object.__setattr__(self, "_tree", tree if tree is not None else _defaults())
         object.__setattr__(self, "_prefix", prefix)
@@ -45,7 +98,7 @@ class CfgNode:
             raise AttributeError(name)
         key = self._key(name)
         kind = self._tree.kind(key)
-        if kind == "section":
+        if kind == "section" or (kind is None and key in _empty_sections(self._tree)):
             return CfgNode(self._tree, key + ".")
         try:
             return self._tree.get(key)  # a leaf; an unknown key gets the tree's message
@@ -53,9 +106,28 @@ class CfgNode:
             raise AttributeError(str(e)) from None
 
     def __setattr__(self, name, value):
-        if isinstance(value, CfgNode):
-            raise Error(f"config key '{self._key(name)}': sections cannot be replaced; set its keys")
-        self._tree.set(self._key(name), value)
+        key = self._key(name)
+        if self._tree.kind(key) is None and key not in _empty_sections(self._tree):
+            self._add(key, value)
+            return
+        if isinstance(value, (CfgNode, dict)):
+            raise Error(f"config key '{key}': sections cannot be replaced; set its keys")
+        self._tree.set(key, value)
+
+    def _add(self, key, value):
+        """A new key or section (see _set_or_add): cfg.MODEL.MY_HEAD = CN() adds an empty
+        section, CN({...}) or a dict its keys."""
+        if isinstance(value, dict):
+            value = CfgNode(value)
+        if not isinstance(value, CfgNode):
+            _set_or_add(self._tree, key, value)
+            return
+        _check_new(self._tree, key)
+        if not value._explicit:  # CN(): an empty section, its keys to come
+            _empty_sections(self._tree).add(key)
+            return
+        for sub in value._explicit:
+            _set_or_add(self._tree, f"{key}.{sub}", value._tree.get(sub))
 
     def __getitem__(self, name):
         try:
@@ -67,7 +139,8 @@ class CfgNode:
         setattr(self, name, value)
 
     def __contains__(self, name):
-        return self._tree.kind(self._key(name)) is not None
+        key = self._key(name)
+        return self._tree.kind(key) is not None or key in _empty_sections(self._tree)
 
     def keys(self):
         """The names directly under this section."""

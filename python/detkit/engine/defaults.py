@@ -93,7 +93,8 @@ class DefaultTrainer:
 
 
 def _refuse_python_architecture(name):
-    if name in META_ARCH_REGISTRY:
+    from ..modeling.meta_arch.native import _NativeModel
+    if name in META_ARCH_REGISTRY and not issubclass(META_ARCH_REGISTRY.get(name), _NativeModel):
         raise _C.Error(f"DefaultTrainer: MODEL.META_ARCHITECTURE '{name}' is registered from "
                        "Python; detkit's DefaultTrainer trains its C++ models only. Train a Python "
                        "model with SimpleTrainer (build_model, build_optimizer, your loader and "
