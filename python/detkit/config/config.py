@@ -37,12 +37,18 @@ def _distance(a, b):
     return row[-1]
 
 
+_DEFAULT_KEYS = []
+
+
 def _near_miss(tree, key):
-    """Whether `key` is a typo of a key of its section: one edit from it (two for names of ten
-    letters or more)."""
+    """Whether `key` is a typo of one of Detectron2's (detkit's default) keys of its section: one
+    edit from it (two for names of ten letters or more). Keys added from Python are not guarded:
+    a project's ARG1 and ARG2 are both its own."""
+    if not _DEFAULT_KEYS:
+        _DEFAULT_KEYS.extend(_defaults().leaf_keys())
     section, _, name = key.rpartition(".")
     prefix = section + "." if section else ""
-    siblings = {k[len(prefix):].split(".")[0] for k in tree.leaf_keys() if k.startswith(prefix)}
+    siblings = {k[len(prefix):].split(".")[0] for k in _DEFAULT_KEYS if k.startswith(prefix)}
     allowed = 2 if len(name) >= 10 else 1
     return any(_distance(name, sibling) <= allowed for sibling in siblings)
 

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ... import _C
+from ...config import CfgNode
 from ...structures import BitMasks, Boxes, Instances, Keypoints, PolygonMasks
 from .build import META_ARCH_REGISTRY
 
@@ -70,11 +71,26 @@ def _instances(fields):
     return instances
 
 
+def _detkit_config(cfg):
+    """A detkit CfgNode from a CfgNode, a dict of its keys or an omegaconf DictConfig of them
+    (Detectron2 builds models from either)."""
+    if hasattr(cfg, "_tree"):
+        return cfg
+    if type(cfg).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf  # the caller's: an omegaconf config was given
+        cfg = OmegaConf.to_container(cfg, resolve=True)
+    if isinstance(cfg, dict):
+        return CfgNode(cfg)
+    raise TypeError(f"a model is built from a detkit CfgNode, a dict or an omegaconf DictConfig, "
+                    f"got {type(cfg).__name__}")
+
+
 class _NativeModel(nn.Module):
     """A detkit C++ model as an nn.Module (see the module's docstring)."""
 
     def __init__(self, cfg):
         super().__init__()
+        cfg = _detkit_config(cfg)
         expected = type(self).__name__
         if cfg.MODEL.META_ARCHITECTURE != expected:
             raise ValueError(f"{expected}(cfg): cfg.MODEL.META_ARCHITECTURE is "
