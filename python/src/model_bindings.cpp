@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "detkit/analysis/flop_count.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/structures/instances.h"
 #include "detkit/structures/masks.h"
@@ -124,6 +125,29 @@ void bind_model(py::module_& m) {
             return out;
           },
           py::arg("batched_inputs"));
+  // FLOPs of one evaluation pass, counted as fvcore counts them (analysis/flop_count.h):
+  // ({operator: flops}, {module: flops}).
+  m.def(
+      "model_flop_count",
+      [](MetaArch& model, const py::list& batch) {
+        std::vector<structures::ModelInput> inputs = to_inputs(batch);
+        std::map<std::string, int64_t> by_operator, by_module;
+        {
+          py::gil_scoped_release released;
+          at::NoGradGuard no_grad;
+          const bool was_training = model.is_training();
+          model.eval();
+          {
+            analysis::FlopCounter counter(model);
+            model.outputs(inputs);
+            by_operator = counter.by_operator();
+            by_module = counter.by_module();
+          }
+          model.train(was_training);
+        }
+        return py::make_tuple(by_operator, by_module);
+      },
+      py::arg("model"), py::arg("batched_inputs"));
   m.def(
       "build_model",
       [](const config::CfgNode& cfg) {
