@@ -73,6 +73,14 @@ void bind_trainer(py::module_& m) {
         return results_by_task(engine::evaluate_dataset(cfg, *trainer.model(), name, output_dir));
       },
       py::arg("trainer"), py::arg("cfg"), py::arg("dataset"), py::arg("output_dir"));
+  m.def(
+      "evaluate_model",
+      [](modeling::MetaArch& model, const config::CfgNode& cfg, const std::string& name,
+         const std::string& output_dir) {
+        py::gil_scoped_release released;
+        return results_by_task(engine::evaluate_dataset(cfg, model, name, output_dir));
+      },
+      py::arg("model"), py::arg("cfg"), py::arg("dataset"), py::arg("output_dir"));
   m.def("register_coco_instances", &data::register_coco_instances, py::arg("name"),
         py::arg("json_file"), py::arg("image_root"));
   m.def("register_lvis_instances", &data::register_lvis_instances, py::arg("name"),

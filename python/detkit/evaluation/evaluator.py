@@ -15,7 +15,8 @@ class COCOEvaluator:
 
 
 def inference_on_dataset(model, data_loader, evaluator):
-    """Runs `model` (DefaultPredictor(cfg).model or DefaultTrainer(cfg).model) over the loader's
+    """Runs `model` (DefaultPredictor(cfg).model, DefaultTrainer(cfg).model or a
+    detkit.modeling.build_model module) over the loader's
     dataset one image at a time and evaluates it. Returns Detectron2's OrderedDict: {"bbox":
     {"AP": ..., "AP50": ..., "AP-<class>": ...}, "segm": {...}, "keypoints": {...}} (x100).
     The loader is build_detection_test_loader(cfg, dataset_name), without a mapper."""

@@ -10,6 +10,7 @@ read and write them, an optimizer over parameters() trains the tensors the C++ l
 size to give predictions in; "instances": the targets in training) and returns Detectron2's
 loss dict in training (tensors whose graph reaches the parameters, so `.backward()` fills their
 .grad) and its list of output dicts in evaluation. The C++ model runs with the GIL released.
+inference_on_dataset(model, build_detection_test_loader(cfg, name), evaluator) evaluates it.
 What detkit does not expose: the submodules themselves (model.backbone, model.roi_heads, ...),
 `inference(..., do_postprocess=False)`, precomputed proposals as inputs."""
 import torch
@@ -143,6 +144,17 @@ class _NativeModel(nn.Module):
                 key = "proposals" if "proposal_boxes" in fields else "instances"
                 out[key] = _instances(fields)
         return outputs
+
+    def _evaluate(self, cfg_tree, dataset_name, output_dir):
+        """For detkit.evaluation.inference_on_dataset: this model (in eval mode) over the dataset
+        as the test loader maps it, evaluated by detkit's evaluators."""
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                return _C.evaluate_model(self._native, cfg_tree, dataset_name, output_dir)
+        finally:
+            self.train(was_training)
 
     def inference(self, batched_inputs, detected_instances=None, do_postprocess=True):
         if detected_instances is not None or not do_postprocess:
