@@ -1,12 +1,16 @@
 // detkit._C's image reading for detkit.data.detection_utils.read_image: the data pipeline's own
 // reader (detkit/data/image/image_io.h: EXIF orientation applied, truncated or oversized files
-// refused naming the file), returning an (H, W, 3) uint8 numpy array in BGR or RGB order.
+// refused naming the file), returning an (H, W, 3) uint8 numpy array in BGR or RGB order; and
+// writing one (OpenCV's imwrite, as `detkit infer` writes its drawings).
 #include <pybind11/numpy.h>
 
 #include <cstring>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <string>
 
 #include "detkit/data/image/image_io.h"
+#include "detkit/utils/error.h"
 #include "python/src/bindings.h"
 
 namespace detkit::python {
@@ -29,6 +33,25 @@ void bind_image(py::module_& m) {
       },
       py::arg("path"), py::arg("format"),
       "the image file at `path` as (H, W, 3) uint8 in `format` order ('BGR' or 'RGB')");
+  m.def(
+      "write_image",
+      [](const std::string& path, const py::array_t<uint8_t, py::array::c_style>& rgb) {
+        if (rgb.ndim() != 3 || rgb.shape(2) != 3)
+          throw Error("write_image: " + path + ": expected an RGB (H, W, 3) uint8 image");
+        cv::Mat bgr;
+        cv::cvtColor(cv::Mat(static_cast<int>(rgb.shape(0)), static_cast<int>(rgb.shape(1)),
+                             CV_8UC3, const_cast<uint8_t*>(rgb.data())),
+                     bgr, cv::COLOR_RGB2BGR);
+        bool written = false;
+        try {
+          written = cv::imwrite(path, bgr);
+        } catch (const cv::Exception& e) {
+          throw Error("write_image: " + path + ": " + e.what());
+        }
+        if (!written) throw Error("write_image: could not write " + path);
+      },
+      py::arg("path"), py::arg("rgb"),
+      "an RGB (H, W, 3) uint8 image written by OpenCV, in the format the extension names");
 }
 
 }  // namespace detkit::python

@@ -6,7 +6,6 @@ import os
 import numpy as np
 
 from .. import _C
-from .png import write_png
 
 
 class VisImage:
@@ -30,11 +29,9 @@ class VisImage:
         self.canvas = _C.draw_overlays(image, [], self.scale)  # resized as the drawer resizes
 
     def save(self, filepath):
-        """Writes the drawing to `filepath`; only PNG files (detkit uses no image library)."""
-        extension = os.path.splitext(str(filepath))[1].lower()
-        if extension != ".png":
-            raise ValueError(f"VisImage.save: only .png files are written, got {filepath!r}")
-        write_png(filepath, self.canvas)
+        """Writes the drawing to `filepath` (PNG, JPEG, ... by its extension: OpenCV's writer,
+        as `detkit infer` writes its drawings)."""
+        _C.write_image(str(filepath), np.ascontiguousarray(self.canvas))
 
     def get_image(self):
         """The drawing: an RGB (H * scale, W * scale, 3) uint8 array (a copy)."""
