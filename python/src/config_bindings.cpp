@@ -56,7 +56,8 @@ CfgValue from_python(const std::string& key, const py::handle& v) {
 }  // namespace
 
 void bind_config(py::module_& m) {
-  py::class_<CfgNode>(m, "CfgTree")
+  // dynamic_attr: detkit.config keeps the sections added empty from Python on the tree object
+  py::class_<CfgNode>(m, "CfgTree", py::dynamic_attr())
       .def("kind",
            [](const CfgNode& c, const std::string& key) -> py::object {
              if (!c.has(key)) return py::none();

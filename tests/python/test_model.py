@@ -124,6 +124,19 @@ check(len(again) == len(first) and torch.equal(again.scores, first.scores) and
       torch.equal(again.pred_boxes.tensor, first.pred_boxes.tensor),
       "load_state_dict writes into the C++ model: its detections are back")
 
+# .double() / .float() / .to(): the C++ model's own tensors change with the module's
+model.double()
+native_tensors = model._native.named_parameters() + model._native.named_buffers()
+native_dtypes = {t.dtype for _, t in native_tensors if t.is_floating_point()}
+model.float()
+with torch.no_grad():
+    back = model(batch[:1])[0]["instances"]
+check(native_dtypes == {torch.float64} and torch.equal(back.scores, first.scores) and
+      {t.dtype for _, t in model._native.named_buffers() if t.is_floating_point()} ==
+      {torch.float32},
+      f".double() reached the C++ model's parameters and buffers ({native_dtypes}); .float() "
+      f"brought back the same detections")
+
 # bitmask targets (INPUT.MASK_FORMAT bitmask) train as the same masks given as polygons
 model.train()
 targets = train_batch[0]["instances"]

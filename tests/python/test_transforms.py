@@ -24,7 +24,7 @@ rng = np.random.default_rng(0)
 # --- resizes -------------------------------------------------------------------------------
 worst = 0
 for (h, w, nh, nw) in [(100, 120, 50, 70), (37, 53, 80, 91), (64, 64, 64, 64), (480, 640, 160, 213)]:
-    for channels in (None, 1, 3, 4):
+    for channels in (None, 1, 2, 3, 4):
         shape = (h, w) if channels is None else (h, w, channels)
         img = rng.integers(0, 256, shape, dtype=np.uint8)
         for interp, pil_interp in ((T.BILINEAR, Image.BILINEAR), (T.NEAREST, Image.NEAREST)):

@@ -18,13 +18,14 @@ def _flatten(nested, prefix=""):
     return items
 
 
-# Sections added empty from Python (cfg.X = CN()), per tree, until keys are set in them: detkit's
-# tree holds sections through their leaves only.
-_EMPTY = {}
-
-
 def _empty_sections(tree):
-    return _EMPTY.setdefault(id(tree), set())
+    """Sections added empty from Python (cfg.X = CN()) until keys are set in them (detkit's tree
+    holds sections through their leaves only): kept on the tree object itself."""
+    try:
+        return tree._empty_sections
+    except AttributeError:
+        tree._empty_sections = set()
+        return tree._empty_sections
 
 
 def _distance(a, b):
@@ -213,6 +214,7 @@ class CfgNode:
         self._root_only("clone")
         copy = CfgNode(self._tree.clone())
         object.__setattr__(copy, "_explicit", self._explicit)
+        _empty_sections(copy._tree).update(_empty_sections(self._tree))
         return copy
 
     def dump(self, **kwargs):

@@ -83,14 +83,20 @@ class _DatasetCatalog:
         if meta is not None and meta.get("evaluator_type") == "coco" and meta.get("json_file"):
             from .datasets.coco import load_coco_json
             return load_coco_json(meta.json_file, meta.image_root, name)
+        if meta is not None:
+            raise KeyError(f"Dataset '{name}' is detkit's ({meta.get('evaluator_type')}): "
+                           f"DatasetCatalog.get gives the dicts of COCO instances datasets and "
+                           f"of datasets registered as functions only")
         raise KeyError(f"Dataset '{name}' is not registered! Available datasets are: "
-                       f"{', '.join(sorted(self._functions))}")
+                       f"{', '.join(self.list())}")
 
     def list(self):
-        return list(self._functions)
+        """The names registered as functions and those of detkit's catalog (built in or
+        registered from files)."""
+        return sorted(set(self._functions) | set(_C.registered_datasets()))
 
     def keys(self):
-        return self._functions.keys()
+        return self.list()
 
     def remove(self, name):
         """Unregisters name (Detectron2's DatasetCatalog.remove)."""
@@ -104,7 +110,7 @@ class _DatasetCatalog:
         return self._functions.pop(name, *default)
 
     def __contains__(self, name):
-        return name in self._functions
+        return name in self._functions or name in _C.registered_datasets()
 
     def materialize(self, name):
         """Calls the function once and registers its dicts with detkit's catalog as a COCO file."""

@@ -38,8 +38,10 @@ def _luma(rgb):
 
 
 def read_image(file_name, format=None):
-    """The image file as a uint8 (H, W, 3) array in `format` ('BGR', 'RGB'; None reads RGB), an
-    (H, W, 1) array for 'L', or float (H, W, 3) YUV for 'YUV-BT.601'."""
+    """The image file as a uint8 (H, W, 3) array in `format` ('BGR', 'RGB'), an (H, W, 1) array
+    for 'L', or float (H, W, 3) YUV for 'YUV-BT.601'. None reads RGB: where Detectron2 gives the
+    file's own PIL mode ((H, W) grey, 4-channel RGBA), detkit's reader gives three channels (a
+    grey file's value in each, an alpha channel dropped)."""
     from ..utils.file_io import PathManager
     path = PathManager.get_local_path(file_name)
     if format in ("BGR", "RGB"):

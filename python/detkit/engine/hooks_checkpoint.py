@@ -89,24 +89,25 @@ class BestCheckpointer(HookBase):
     def _best_checking(self):
         latest = self.trainer.storage.latest().get(self._val_metric)
         if latest is None:
-            self._logger.warning(f"Given val metric {self._val_metric} does not seem to be "
-                                 "computed/stored. Will not be checkpointing based on it.")
+            self._logger.warning(f"BestCheckpointer: the storage has no '{self._val_metric}'; "
+                                 "no checkpoint is kept by it")
             return
         value, iteration = latest
         if self.best_metric is None:
             if self._update_best(value, iteration):
                 self._checkpointer.save(self._file_prefix, iteration=iteration)
-                self._logger.info(f"Saved first model at {value:0.5f} @ {iteration} steps")
+                self._logger.info(f"{self._val_metric} {value:0.5f} at iteration {iteration}: "
+                                  f"the first, saved as {self._file_prefix}")
         elif self._compare(value, self.best_metric):
             self._checkpointer.save(self._file_prefix, iteration=iteration)
-            self._logger.info(f"Saved best model as latest eval score for {self._val_metric} "
-                              f"is {value:0.5f}, better than last best score "
-                              f"{self.best_metric:0.5f} @ iteration {self.best_iter}.")
+            self._logger.info(f"{self._val_metric} {value:0.5f} at iteration {iteration} beats "
+                              f"{self.best_metric:0.5f} (iteration {self.best_iter}): saved as "
+                              f"{self._file_prefix}")
             self._update_best(value, iteration)
         else:
-            self._logger.info(f"Not saving as latest eval score for {self._val_metric} is "
-                              f"{value:0.5f}, not better than best score "
-                              f"{self.best_metric:0.5f} @ iteration {self.best_iter}.")
+            self._logger.info(f"{self._val_metric} {value:0.5f} at iteration {iteration} does "
+                              f"not beat {self.best_metric:0.5f} (iteration {self.best_iter}): "
+                              f"not saved")
 
     def after_step(self):
         next_iter = self.trainer.iter + 1

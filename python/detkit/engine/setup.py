@@ -21,23 +21,29 @@ def default_argument_parser(epilog=None):
     """Detectron2's command line: --config-file, --resume, --eval-only, --num-gpus,
     --num-machines, --machine-rank, --dist-url and the trailing config overrides (opts)."""
     prog = sys.argv[0]
-    parser = argparse.ArgumentParser(
-        epilog=epilog or (
-            f"Examples:\n\nRun on single machine:\n    $ {prog} --num-gpus 8 --config-file "
-            f"cfg.yaml\n\nChange some config options:\n    $ {prog} --config-file cfg.yaml "
-            "MODEL.WEIGHTS /path/to/weight.pth SOLVER.BASE_LR 0.001\n\nRun on multiple "
-            f"machines:\n    (machine0)$ {prog} --machine-rank 0 --num-machines 2 --dist-url "
-            f"<URL> [--other-flags]\n    (machine1)$ {prog} --machine-rank 1 --num-machines 2 "
-            "--dist-url <URL> [--other-flags]\n"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config-file", default="", metavar="FILE", help="path to config file")
+    examples = "\n".join([
+        "usage examples:",
+        f"  one machine, 8 processes:   {prog} --config-file my.yaml --num-gpus 8",
+        f"  config overrides at the end: {prog} --config-file my.yaml SOLVER.BASE_LR 0.001",
+        f"  two machines, on the first:  {prog} --num-machines 2 --machine-rank 0 "
+        "--dist-url tcp://HOST:PORT ...",
+        f"  and on the second:          {prog} --num-machines 2 --machine-rank 1 "
+        "--dist-url tcp://HOST:PORT ...",
+    ])
+    parser = argparse.ArgumentParser(epilog=epilog or examples,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config-file", default="", metavar="FILE",
+                        help="the YAML config to start from")
     parser.add_argument("--resume", action="store_true",
                         help="resume from OUTPUT_DIR's last checkpoint when there is one")
-    parser.add_argument("--eval-only", action="store_true", help="perform evaluation only")
-    parser.add_argument("--num-gpus", type=int, default=1, help="number of gpus *per machine*")
-    parser.add_argument("--num-machines", type=int, default=1, help="total number of machines")
+    parser.add_argument("--eval-only", action="store_true",
+                        help="evaluate MODEL.WEIGHTS on DATASETS.TEST without training")
+    parser.add_argument("--num-gpus", type=int, default=1,
+                        help="processes to start on this machine (one per device)")
+    parser.add_argument("--num-machines", type=int, default=1,
+                        help="machines taking part in the job")
     parser.add_argument("--machine-rank", type=int, default=0,
-                        help="the rank of this machine (unique per machine)")
+                        help="this machine's index among them, 0 .. num-machines - 1")
     # a port that differs between users of one machine, as Detectron2's
     uid = os.getuid() if sys.platform != "win32" else 1
     port = 2 ** 15 + 2 ** 14 + hash(uid) % 2 ** 14
@@ -72,22 +78,22 @@ def default_setup(cfg, args):
     rank = comm.get_rank()
     setup_logger(output_dir, distributed_rank=rank, name="fvcore")
     logger = setup_logger(output_dir, distributed_rank=rank)
-    logger.info(f"Rank of current process: {rank}. World size: {comm.get_world_size()}")
-    logger.info("Environment info:\n" + collect_env_info())
-    logger.info("Command line arguments: " + str(args))
+    logger.info(f"process {rank} of {comm.get_world_size()}")
+    logger.info("environment:\n" + collect_env_info())
+    logger.info(f"arguments: {args}")
     config_file = getattr(args, "config_file", "")
     if config_file:
         with open(config_file, "r") as f:
-            logger.info(f"Contents of args.config_file={config_file}:\n{f.read()}")
+            logger.info(f"{config_file}:\n{f.read()}")
     if comm.is_main_process() and output_dir:
         if not isinstance(cfg, CfgNode):
             raise _C.Error("default_setup: only a detkit CfgNode can be saved to config.yaml, "
                            f"not a {type(cfg).__name__}")
         path = os.path.join(output_dir, "config.yaml")
-        logger.info(f"Running with full config:\n{cfg.dump()}")
+        logger.info(f"the whole config:\n{cfg.dump()}")
         with open(path, "w") as f:
             f.write(cfg.dump())
-        logger.info(f"Full config saved to {path}")
+        logger.info(f"config written to {path}")
     seed = _try_get_key(cfg, "SEED", "train.seed", default=-1)
     seed_all_rng(None if seed < 0 else seed + rank)
     if not getattr(args, "eval_only", False):

@@ -111,8 +111,8 @@ class SimpleTrainer(TrainerBase):
         metrics = {k: np.mean([m[k] for m in all_metrics]) for k in all_metrics[0]}
         total = sum(metrics.values())
         if not np.isfinite(total):
-            raise FloatingPointError(f"Loss became infinite or NaN at iteration={cur_iter}!\n"
-                                     f"loss_dict = {metrics}")
+            raise FloatingPointError(f"the losses are not finite at iteration={cur_iter}: "
+                                     f"{metrics}")
         storage.put_scalar(f"{prefix}total_loss", total, cur_iter=cur_iter)
         if len(metrics) > 1:
             storage.put_scalars(cur_iter=cur_iter, **metrics)

@@ -27,6 +27,10 @@ def inference_on_dataset(model, data_loader, evaluator):
     if data_loader.dataset_name != evaluator.dataset_name:
         raise _C.Error(f"inference_on_dataset: the loader reads '{data_loader.dataset_name}' but "
                        f"the evaluator evaluates '{evaluator.dataset_name}'")
+    if not hasattr(model, "_evaluate"):
+        raise TypeError(f"inference_on_dataset: detkit evaluates its own models natively "
+                        f"(DefaultPredictor(cfg).model, DefaultTrainer(cfg).model or build_model "
+                        f"of a built-in architecture), got {type(model).__name__}")
     DatasetCatalog.materialize(data_loader.dataset_name)
     results = model._evaluate(data_loader.cfg._tree, data_loader.dataset_name,
                               evaluator.output_dir or "")

@@ -1,5 +1,6 @@
 """Detectron2's detectron2.utils.logger: setup_logger (plain logging, no termcolor) and the
 rate-limited helpers log_first_n, log_every_n and log_every_n_seconds."""
+import atexit
 import functools
 import logging
 import os
@@ -45,7 +46,10 @@ def setup_logger(output=None, distributed_rank=0, *, color=True, name="detkit",
 
 @functools.lru_cache(maxsize=None)  # one open stream per file, shared by the loggers
 def _cached_log_stream(filename):
-    return open(filename, "a", buffering=1024 if "://" not in filename else -1)
+    """Line-buffered, so a crash loses no finished line; closed at exit."""
+    stream = open(filename, "a", buffering=1)
+    atexit.register(stream.close)
+    return stream
 
 
 def _find_caller():

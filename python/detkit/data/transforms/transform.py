@@ -365,7 +365,7 @@ class BlendTransform(Transform):
 
 class ResizeTransform(Transform):
     """(h, w) -> (new_h, new_w). uint8 images as PIL's Image.resize with `interp` (BILINEAR by
-    default; BILINEAR of 1 to 3 channels and NEAREST are detkit's C++ resamplers, equal to PIL's:
+    default; BILINEAR of 1 or 3 channels and NEAREST are detkit's C++ resamplers, equal to PIL's:
     tests/python/test_transforms.py), float images with torch's interpolate; segmentations
     NEAREST."""
 
@@ -397,8 +397,9 @@ class ResizeTransform(Transform):
         return tensor.permute(2, 3, 0, 1).reshape(shape).numpy()
 
     def _resize_uint8(self, img, interp):
-        # PIL resizes RGBA premultiplied by alpha (BILINEAR): 4 channels go through PIL
-        if interp == NEAREST or (interp == BILINEAR and (img.ndim == 2 or img.shape[2] <= 3)):
+        # PIL resizes LA and RGBA premultiplied by alpha (BILINEAR): 2 and 4 channels go
+        # through PIL
+        if interp == NEAREST or (interp == BILINEAR and (img.ndim == 2 or img.shape[2] in (1, 3))):
             return _C.pil_resize(np.ascontiguousarray(img), self.new_h, self.new_w,
                                  interp == NEAREST)
         Image = _pil()

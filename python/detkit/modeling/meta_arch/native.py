@@ -114,6 +114,18 @@ class _NativeModel(nn.Module):
                     module = module._modules[part]
                 getattr(module, kind)[leaf] = tensor
 
+    def _apply(self, fn, recurse=True):
+        """.to(), .cuda(), .double(), ...: each tensor changed in place (its data replaced), so
+        the C++ model, which holds the same tensors, moves with the module; nn.Module's own
+        _apply would put new tensors in place of the buffers and leave the C++ model's behind."""
+        with torch.no_grad():
+            for module in self.modules():
+                for group in (module._parameters, module._buffers):
+                    for tensor in group.values():
+                        if tensor is not None:
+                            tensor.data = fn(tensor)
+        return self
+
     def train(self, mode=True):
         super().train(mode)
         self._native.train(bool(mode))
