@@ -31,7 +31,6 @@ fixture = f"{shared}/fixtures/detectron2"
 if not os.path.exists(f"{fixture}/weights.pth"):
     print(f"skipped: the Detectron2 fixtures are absent ({fixture})")
     sys.exit(77)
-torch.set_num_threads(max(1, torch.get_num_threads()))
 cfg = get_cfg()
 cfg.merge_from_file(f"{fixture}/config.yaml")
 cfg.MODEL.DEVICE = "cpu"
