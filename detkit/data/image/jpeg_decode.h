@@ -13,7 +13,8 @@ namespace detkit::data {
 /// EXIF block cannot be read (let a full decoder decide).
 int jpeg_exif_orientation(const std::vector<unsigned char>& bytes);
 
-/// Width and height from the JPEG's frame header, without decoding; false when it has none.
+/// Width and height from the JPEG's frame header, without decoding (TurboJPEG's header reader,
+/// else the first SOFn segment as libjpeg finds it); false when it has none.
 bool jpeg_header_size(const std::vector<unsigned char>& bytes, int64_t& width, int64_t& height);
 
 /// The JPEG as an (H, W, 3) uint8 matrix in BGR order (RGB with `rgb`), EXIF orientation NOT
