@@ -58,7 +58,7 @@ namespace {
 
 // The mask targets of one image's proposals, (N, side, side) bool, as Detectron2's
 // crop_and_resize: polygons rasterised in each box; bitmasks (INPUT.MASK_FORMAT bitmask) sampled
-// by ROIAlign (aligned, one sample per bin) and thresholded at 0.5.
+// by ROIAlign (aligned, adaptive sampling) and thresholded at 0.5.
 at::Tensor mask_targets(const Instances::Field& gt_masks, const at::Tensor& boxes, int64_t side) {
   if (const auto* polygons = std::get_if<structures::PolygonMasks>(&gt_masks))
     return polygons->crop_and_resize(boxes, side);

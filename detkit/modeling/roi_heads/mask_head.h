@@ -51,7 +51,7 @@ class MaskRCNNConvUpsampleHead : public MaskHead {
 };
 
 /// Mean binary cross-entropy of each ROI's mask logits (for its GT class) against its GT
-/// polygons rasterised inside the proposal box.
+/// masks (polygons rasterised, or bitmasks sampled) inside the proposal box.
 at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
                           const std::vector<structures::Instances>& instances);
 /// Sets "pred_masks" (R, 1, M, M) probabilities of each instance's predicted class.
