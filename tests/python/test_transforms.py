@@ -128,6 +128,20 @@ y0, x0 = np.random.randint(100 - ch + 1), np.random.randint(200 - cw + 1)
 check((crop.x0, crop.y0, crop.w, crop.h) == (x0, y0, cw, ch),
       f"RandomCrop relative_range draws as Detectron2: {crop}")
 check(str(T.RandomFlip(prob=0.25)) == "RandomFlip(prob=0.25)", "an augmentation's repr")
+# the blend augmentations: w drawn in [min, max], the image blended with mean / black / grey
+rgb = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+grey = rgb.dot([0.299, 0.587, 0.114])[:, :, None]
+worst = 0.0
+for aug, source in ((T.RandomContrast(0.5, 1.5), rgb.mean()), (T.RandomBrightness(0.8, 1.2), 0.0),
+                    (T.RandomSaturation(0.1, 2.0), grey)):
+    np.random.seed(11)
+    out = aug.get_transform(rgb).apply_image(rgb)
+    np.random.seed(11)
+    w = np.random.uniform(aug.intensity_min, aug.intensity_max)
+    want = np.clip((1 - w) * source + w * rgb.astype(np.float32), 0, 255).astype(np.uint8)
+    worst = max(worst, float(np.abs(out.astype(int) - want).max()))
+check(worst == 0, f"RandomContrast / Brightness / Saturation blend as their formulas ({worst})")
+raises(AssertionError, lambda: T.RandomSaturation(0.1, 2.0).get_transform(rgb[:, :, :2]), "RGB")
 inputs = T.AugInput(np.zeros((20, 30, 3), np.uint8), sem_seg=np.zeros((20, 30), np.uint8))
 tfms = T.AugmentationList([T.Resize((10, 15)), T.RandomFlip(prob=1.0)])(inputs)
 check(inputs.image.shape == (10, 15, 3) and inputs.sem_seg.shape == (10, 15) and len(tfms) == 2,

@@ -283,43 +283,41 @@ class RandomExtent(Augmentation):
                                output_size=(int(rect[3] - rect[1]), int(rect[2] - rect[0])))
 
 
-class RandomContrast(Augmentation):
-    """Blends with the image's mean: weight w drawn in [intensity_min, intensity_max]."""
+class _RandomBlend(Augmentation):
+    """Blends the image with a source (_source) by a weight w drawn in [intensity_min,
+    intensity_max]: w = 1 keeps the image."""
 
     def __init__(self, intensity_min, intensity_max):
         super().__init__()
         self._init(locals())
 
     def get_transform(self, image):
+        source = self._source(image)
         w = np.random.uniform(self.intensity_min, self.intensity_max)
-        return BlendTransform(src_image=image.mean(), src_weight=1 - w, dst_weight=w)
+        return BlendTransform(src_image=source, src_weight=1 - w, dst_weight=w)
 
 
-class RandomBrightness(Augmentation):
-    """Blends with black: weight w drawn in [intensity_min, intensity_max]."""
+class RandomContrast(_RandomBlend):
+    """Blends with the image's mean."""
 
-    def __init__(self, intensity_min, intensity_max):
-        super().__init__()
-        self._init(locals())
-
-    def get_transform(self, image):
-        w = np.random.uniform(self.intensity_min, self.intensity_max)
-        return BlendTransform(src_image=0, src_weight=1 - w, dst_weight=w)
+    def _source(self, image):
+        return image.mean()
 
 
-class RandomSaturation(Augmentation):
+class RandomBrightness(_RandomBlend):
+    """Blends with black."""
+
+    def _source(self, image):
+        return 0
+
+
+class RandomSaturation(_RandomBlend):
     """Blends an RGB image with its grey (0.299 R + 0.587 G + 0.114 B)."""
 
-    def __init__(self, intensity_min, intensity_max):
-        super().__init__()
-        self._init(locals())
-
-    def get_transform(self, image):
+    def _source(self, image):
         if image.shape[-1] != 3:
             raise AssertionError("RandomSaturation only works on RGB images")
-        w = np.random.uniform(self.intensity_min, self.intensity_max)
-        grey = image.dot([0.299, 0.587, 0.114])[:, :, np.newaxis]
-        return BlendTransform(src_image=grey, src_weight=1 - w, dst_weight=w)
+        return image.dot([0.299, 0.587, 0.114])[:, :, np.newaxis]
 
 
 class RandomLighting(Augmentation):

@@ -340,7 +340,21 @@ class PadTransform(Transform):
                              orig_h=self.orig_h + self.y0 + self.y1)
 
 
-class BlendTransform(Transform):
+class _PhotometricTransform(Transform):
+    """A transform of pixel values only: coordinates and segmentations pass unchanged, and its
+    inverse (as Detectron2's) is no transform."""
+
+    def apply_coords(self, coords):
+        return coords
+
+    def apply_segmentation(self, segmentation):
+        return segmentation
+
+    def inverse(self):
+        return NoOpTransform()
+
+
+class BlendTransform(_PhotometricTransform):
     """src_weight * src_image + dst_weight * image (uint8 images clipped back to uint8)."""
 
     def __init__(self, src_image, src_weight, dst_weight):
@@ -352,15 +366,6 @@ class BlendTransform(Transform):
             blended = self.src_weight * self.src_image + self.dst_weight * img.astype(np.float32)
             return np.clip(blended, 0, 255).astype(np.uint8)
         return self.src_weight * self.src_image + self.dst_weight * img
-
-    def apply_coords(self, coords):
-        return coords
-
-    def apply_segmentation(self, segmentation):
-        return segmentation
-
-    def inverse(self):
-        return NoOpTransform()
 
 
 class ResizeTransform(Transform):
@@ -524,7 +529,7 @@ class RotationTransform(Transform):
         return TransformList([rotation, crop])
 
 
-class ColorTransform(Transform):
+class ColorTransform(_PhotometricTransform):
     """`op(image)` on images; coordinates and segmentations unchanged."""
 
     def __init__(self, op):
@@ -535,15 +540,6 @@ class ColorTransform(Transform):
 
     def apply_image(self, img):
         return self.op(img)
-
-    def apply_coords(self, coords):
-        return coords
-
-    def apply_segmentation(self, segmentation):
-        return segmentation
-
-    def inverse(self):
-        return NoOpTransform()
 
 
 class PILColorTransform(ColorTransform):
