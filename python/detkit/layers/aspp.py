@@ -8,7 +8,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .batch_norm import get_norm
-from .blocks import DepthwiseSeparableConv2d, xavier_fill
+from .blocks import DepthwiseSeparableConv2d
+from .weight_init import c2_xavier_fill as xavier_fill
 from .conv import Conv2d
 
 

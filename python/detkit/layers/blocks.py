@@ -4,20 +4,7 @@ from torch import nn
 
 from .batch_norm import FrozenBatchNorm2d, get_norm
 from .conv import Conv2d
-
-
-def msra_fill(module):
-    """Kaiming-normal weights (fan out, ReLU gain) and zero bias, as Caffe2's MSRAFill."""
-    nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-    if module.bias is not None:
-        nn.init.constant_(module.bias, 0)
-
-
-def xavier_fill(module):
-    """Kaiming-uniform weights with a = 1 and zero bias, as Caffe2's XavierFill."""
-    nn.init.kaiming_uniform_(module.weight, a=1)
-    if module.bias is not None:
-        nn.init.constant_(module.bias, 0)
+from .weight_init import c2_msra_fill as msra_fill
 
 
 class CNNBlockBase(nn.Module):
