@@ -1,5 +1,7 @@
 """detkit.modeling from Python: Detectron2's detectron2.modeling names (matcher, box_regression,
 anchor_generator, poolers, meta_arch). build_model gives detkit's C++ models as nn.Modules."""
+from .backbone import (BACKBONE_REGISTRY, FPN, Backbone, ResNet, ResNetBlockBase,
+                       build_backbone, build_resnet_backbone, make_stage)
 from .box_regression import Box2BoxTransform, Box2BoxTransformLinear, Box2BoxTransformRotated
 from .matcher import Matcher
 from .meta_arch import (META_ARCH_REGISTRY, GeneralizedRCNN, PanopticFPN, ProposalNetwork,
@@ -8,3 +10,5 @@ from .meta_arch import (META_ARCH_REGISTRY, GeneralizedRCNN, PanopticFPN, Propos
 __all__ = ["Box2BoxTransform", "Box2BoxTransformLinear", "Box2BoxTransformRotated", "Matcher",
            "GeneralizedRCNN", "META_ARCH_REGISTRY", "PanopticFPN", "ProposalNetwork", "RetinaNet",
            "SemanticSegmentor", "build_model"]
+__all__ += ["BACKBONE_REGISTRY", "Backbone", "FPN", "ResNet", "ResNetBlockBase", "build_backbone",
+            "build_resnet_backbone", "make_stage"]
