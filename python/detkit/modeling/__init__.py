@@ -6,9 +6,13 @@ from .box_regression import Box2BoxTransform, Box2BoxTransformLinear, Box2BoxTra
 from .matcher import Matcher
 from .meta_arch import (META_ARCH_REGISTRY, GeneralizedRCNN, PanopticFPN, ProposalNetwork,
                         RetinaNet, SemanticSegmentor, build_model)
+from .proposal_generator import (PROPOSAL_GENERATOR_REGISTRY, RPN_HEAD_REGISTRY,
+                                 build_proposal_generator, build_rpn_head)
 
 __all__ = ["Box2BoxTransform", "Box2BoxTransformLinear", "Box2BoxTransformRotated", "Matcher",
            "GeneralizedRCNN", "META_ARCH_REGISTRY", "PanopticFPN", "ProposalNetwork", "RetinaNet",
            "SemanticSegmentor", "build_model"]
 __all__ += ["BACKBONE_REGISTRY", "Backbone", "FPN", "ResNet", "ResNetBlockBase", "build_backbone",
             "build_resnet_backbone", "make_stage"]
+__all__ += ["PROPOSAL_GENERATOR_REGISTRY", "RPN_HEAD_REGISTRY", "build_proposal_generator",
+            "build_rpn_head"]

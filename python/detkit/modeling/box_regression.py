@@ -8,6 +8,8 @@ from typing import Tuple
 import torch
 from torch.nn import functional as F
 
+from ..layers.losses import ciou_loss, diou_loss, giou_loss, smooth_l1_loss
+
 __all__ = ["Box2BoxTransform", "Box2BoxTransformLinear", "Box2BoxTransformRotated"]
 
 # the largest log-scale change decoded: a box grows at most 1000 / 16 times
@@ -130,3 +132,28 @@ class Box2BoxTransformLinear:
         decoded = torch.stack((cx - deltas[:, 0::4], cy - deltas[:, 1::4], cx + deltas[:, 2::4],
                                cy + deltas[:, 3::4]), dim=-1)
         return decoded.reshape(deltas.shape)
+
+
+def _dense_box_regression_loss(anchors, box2box_transform, pred_anchor_deltas, gt_boxes,
+                               fg_mask, box_reg_loss_type="smooth_l1", smooth_l1_beta=0.0):
+    """Detectron2's box regression loss of dense heads (RPN, RetinaNet), summed over the anchors
+    of fg_mask: anchors, one Boxes (or (Ri, 4) tensor) per level; pred_anchor_deltas, one
+    (N, Ri, 4) per level; gt_boxes, one (R, 4) matched box per anchor for each of the N images;
+    fg_mask (N, R) bool. "smooth_l1" compares the deltas (smooth_l1_beta, 0 for L1); "giou",
+    "diou" and "ciou" compare the decoded boxes with the ground truth."""
+    if isinstance(anchors[0], torch.Tensor):
+        all_anchors = torch.cat(list(anchors), dim=0)
+    else:  # Boxes or RotatedBoxes
+        all_anchors = type(anchors[0]).cat(list(anchors)).tensor
+    deltas = torch.cat(list(pred_anchor_deltas), dim=1)  # (N, R, 4)
+    if box_reg_loss_type == "smooth_l1":
+        target = torch.stack([box2box_transform.get_deltas(all_anchors, g) for g in gt_boxes])
+        return smooth_l1_loss(deltas[fg_mask], target[fg_mask], beta=smooth_l1_beta,
+                              reduction="sum")
+    box_losses = {"giou": giou_loss, "diou": diou_loss, "ciou": ciou_loss}
+    if box_reg_loss_type not in box_losses:
+        raise ValueError(f"Invalid dense box regression loss type '{box_reg_loss_type}' "
+                         "(smooth_l1, giou, diou or ciou)")
+    predicted = torch.stack([box2box_transform.apply_deltas(d, all_anchors) for d in deltas])
+    return box_losses[box_reg_loss_type](predicted[fg_mask], torch.stack(list(gt_boxes))[fg_mask],
+                                         reduction="sum")

@@ -6,7 +6,9 @@ class Instances:
     same length, read as attributes (instances.pred_boxes, instances.scores)."""
 
     def __init__(self, image_size, **fields):
-        self._image_size = tuple(image_size)
+        # a tensor (a traced size) is kept as it is, so that traces follow it
+        self._image_size = (image_size if isinstance(image_size, torch.Tensor)
+                            else tuple(image_size))
         self._fields = {}
         for name, value in fields.items():
             self.set(name, value)
