@@ -6,7 +6,9 @@ class Instances:
     same length, read as attributes (instances.pred_boxes, instances.scores)."""
 
     def __init__(self, image_size, **fields):
-        self._image_size = tuple(image_size)
+        # (height, width); a tensor (as tracing gives) is kept as it is
+        self._image_size = image_size if isinstance(image_size, torch.Tensor) \
+            else tuple(image_size)
         self._fields = {}
         for name, value in fields.items():
             self.set(name, value)
@@ -73,7 +75,8 @@ class Instances:
             return instance_lists[0]
         image_size = instance_lists[0].image_size
         for i in instance_lists[1:]:
-            if i.image_size != image_size:
+            # a tensor size (as tracing gives) is not compared
+            if not isinstance(image_size, torch.Tensor) and i.image_size != image_size:
                 raise ValueError(f"Instances.cat: image sizes {i.image_size} and {image_size} "
                                  "differ")
         out = Instances(image_size)
