@@ -2,8 +2,9 @@
 nested lists, tuples, dicts, Instances, Boxes and ROIMasks checked value by value and field by
 field against the objects given (leaves passed through as the same objects), schemas serialised
 with dump_dataclass / instantiate through JSON; TracingAdapter traced on one input and run on
-others equal to the eager model; dump_torchscript_IR's files; utils.testing's sample COCO image
-against a PIL read of the same file, its skip decorators. The errors.
+others equal to the eager model; Instances lengths traced under patch_builtin_len;
+dump_torchscript_IR's files; utils.testing's sample COCO image against a PIL read of the same
+file, its skip decorators. The errors.
 Usage: test_export_flatten.py SHARED SOURCE DETKIT (SHARED: the shared data folder)."""
 import json
 import os
@@ -21,6 +22,7 @@ from detkit.config.instantiate import dump_dataclass, instantiate
 from detkit.export import STABLE_ONNX_OPSET_VERSION, TracingAdapter, dump_torchscript_IR
 from detkit.export.flatten import (DictSchema, IdentitySchema, InstancesSchema, ListSchema,
                                    TensorWrapSchema, TupleSchema, flatten_to_tuple)
+from detkit.export.torchscript_patch import patch_builtin_len
 from detkit.structures import Boxes, Instances, ROIMasks
 from detkit.utils import testing
 from detkit.utils.torch_version_utils import min_torch_version
@@ -207,6 +209,26 @@ class Shifting(nn.Module):
 shifting = TracingAdapter(Shifting(), torch.ones(2))
 shifting(torch.ones(2))
 raises(ValueError, lambda: shifting(torch.ones(3)), "same structure")
+
+
+# patch_builtin_len: len() of an Instances stays a traced size (Instances.__len__ -> Boxes')
+def split_per_image(features, boxes1, boxes2):
+    images = [Instances((50, 50), pred_boxes=Boxes(boxes1)),
+              Instances((50, 50), pred_boxes=Boxes(boxes2))]
+    return features.split([len(i) for i in images])
+
+
+def split_inputs(n1, n2):
+    return torch.randn(n1 + n2, 3), testing.random_boxes(n1), testing.random_boxes(n2)
+
+
+with torch.no_grad(), patch_builtin_len([__name__]):
+    traced_split = torch.jit.trace(split_per_image, split_inputs(5, 3), check_trace=False)
+    inputs = split_inputs(2, 6)
+    parts, expected = traced_split(*inputs), split_per_image(*inputs)
+check([p.shape[0] for p in parts] == [2, 6] and all(torch.equal(p, e) for p, e in
+                                                    zip(parts, expected)),
+      "traced per-image split follows the new Instances lengths under patch_builtin_len")
 
 
 # dump_torchscript_IR: a traced module (four files), a traced function (three)

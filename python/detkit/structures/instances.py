@@ -96,7 +96,8 @@ class Instances:
 
     def __len__(self):
         for value in self._fields.values():
-            return len(value)
+            # __len__ rather than len(): under tracing a Boxes' length stays a traced size
+            return value.__len__()
         raise NotImplementedError("Empty Instances does not support __len__!")
 
     def __iter__(self):
