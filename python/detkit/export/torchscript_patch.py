@@ -83,15 +83,30 @@ def patch_instances(fields):
             sys.modules.pop(module_name, None)
 
 
+# detkit's modules whose len() calls patch_builtin_len() patches by default (Detectron2's list);
+# one that this detkit does not have is left out
+_LEN_PATCHED_MODULES = ("detkit.modeling.roi_heads.fast_rcnn",
+                        "detkit.modeling.roi_heads.mask_head",
+                        "detkit.modeling.roi_heads.keypoint_head")
+
+
+def _module_exists(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 @contextmanager
 def patch_builtin_len(modules=()):
-    """Within it, `len(x)` in the named modules (dotted names) calls x.__len__(), which under
-    tracing may return a tensor instead of a constant int."""
+    """Within it, `len(x)` in detkit's ROI head modules and in the named modules (dotted names)
+    calls x.__len__(), which under tracing may return a tensor instead of a constant int."""
     def length(obj):
         return obj.__len__()
 
+    names = [m for m in _LEN_PATCHED_MODULES if _module_exists(m)] + list(modules)
     with ExitStack() as stack:
-        for name in modules:
+        for name in names:
             if name not in sys.modules:
                 importlib.import_module(name)
             patched = stack.enter_context(mock.patch(name + ".len", create=True))

@@ -75,7 +75,8 @@ class Instances:
             return instance_lists[0]
         image_size = instance_lists[0].image_size
         for i in instance_lists[1:]:
-            if i.image_size != image_size:
+            # a tensor size (as tracing gives) is not compared
+            if not isinstance(image_size, torch.Tensor) and i.image_size != image_size:
                 raise ValueError(f"Instances.cat: image sizes {i.image_size} and {image_size} "
                                  "differ")
         out = Instances(image_size)
@@ -95,7 +96,8 @@ class Instances:
 
     def __len__(self):
         for value in self._fields.values():
-            return len(value)
+            # __len__ rather than len(): under tracing a Boxes' length stays a traced size
+            return value.__len__()
         raise NotImplementedError("Empty Instances does not support __len__!")
 
     def __iter__(self):
