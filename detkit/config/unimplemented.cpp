@@ -12,7 +12,8 @@ const std::vector<UnimplementedKey>& unimplemented_keys() {
       {"FLOAT32_PRECISION", "reduced fp32 matmul/convolution precision (TF32 on CUDA)"},
       {"TEST.EXPECTED_RESULTS", "checking evaluation results against expected values"},
       {"VERSION",
-       "reading configs of another Detectron2 config version (Detectron2 converts them)"},
+       "another config VERSION set in code or on the command line (a YAML file's VERSION 0 or 1 "
+       "is read by upgrading its keys)"},
   };
   return keys;
 }

@@ -1,14 +1,17 @@
 // Loading Detectron2 YAML files (with _BASE_ chains) into a CfgNode, and dumping one back.
 #include <yaml-cpp/depthguard.h>
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "detkit/config/cfg_node.h"
 #include "detkit/config/python_expression.h"
+#include "detkit/config/versions.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/strings.h"
 
@@ -189,19 +192,60 @@ struct YamlIO {
         apply(value, key + ".", file);
         continue;
       }
-      const CfgNode::Leaf* leaf = root.find_leaf(key);
-      if (!leaf) root.unknown_key(key, file);
-      size_t values_left = kMaxValuesPerKey;
-      CfgValue v = to_value(value, key, file, values_left);
-      // A plain scalar under a string key is that string (NAME: 123 means "123").
-      if (leaf->type == CfgValue::Kind::String && value.IsScalar() && !v.is_null() &&
-          v.kind() != CfgValue::Kind::String)
-        v = CfgValue(value.Scalar());
-      root.set(key, v, file);
+      set_leaf(key, key, value, file);
     }
   }
 
-  void load(const std::string& path, const std::string& included_from) {
+  // Sets the leaf `key` to a YAML value; `written` is the key as the file names it (an old
+  // version's name), for the error on an unknown key.
+  void set_leaf(const std::string& key, const std::string& written, const YAML::Node& value,
+                const std::string& file) {
+    root.set(key, leaf_value(key, written, value, file), file);
+  }
+
+  CfgValue leaf_value(const std::string& key, const std::string& written, const YAML::Node& value,
+                      const std::string& file) {
+    const CfgNode::Leaf* leaf = root.find_leaf(key);
+    if (!leaf) root.unknown_key(written, file);
+    size_t values_left = kMaxValuesPerKey;
+    CfgValue v = to_value(value, key, file, values_left);
+    // A plain scalar under a string key is that string (NAME: 123 means "123").
+    if (leaf->type == CfgValue::Kind::String && value.IsScalar() && !v.is_null() &&
+        v.kind() != CfgValue::Kind::String)
+      v = CfgValue(value.Scalar());
+    return v;
+  }
+
+  // A file of an older config version: every leaf under its old name, set under the latest.
+  // The old anchor keys wait in `anchors` until the meta-architecture is known.
+  void apply_old(const YAML::Node& mapping, const std::string& prefix, const std::string& file,
+                 int version, std::vector<std::pair<std::string, std::pair<YAML::Node, std::string>>>& anchors) {
+    for (const auto& entry : mapping) {
+      if (!entry.first.IsScalar())
+        throw Error("config file " + file + ", line " +
+                    std::to_string(entry.first.Mark().line + 1) + ": a key is a " +
+                    (entry.first.IsSequence() ? "list" : "mapping") + ", not a config key name");
+      const std::string name = entry.first.Scalar();
+      if (prefix.empty() && (name == "_BASE_" || name == "VERSION")) continue;
+      const std::string written = prefix + name;
+      const YAML::Node& value = entry.second;
+      if (value.IsMap()) {
+        apply_old(value, written + ".", file, version, anchors);
+        continue;
+      }
+      if (version < 2 && is_old_anchor_key(written)) {
+        anchors.push_back({written, {value, file}});
+        continue;
+      }
+      const std::string key = upgrade_key(written, version);
+      if (value.IsNull() && root.find_section(key)) continue;
+      set_leaf(key, written, value, file);
+    }
+  }
+
+  // The files of a _BASE_ chain, the deepest base first.
+  void collect(const std::string& path, const std::string& included_from,
+               std::vector<std::pair<YAML::Node, std::string>>& docs) {
     std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
     if (!fs::is_regular_file(canonical)) {
       if (included_from.empty()) throw Error("config file '" + path + "' does not exist");
@@ -241,10 +285,59 @@ struct YamlIO {
         base_path = std::getenv("HOME") + base_path.substr(1);
       if (fs::path(base_path).is_relative())
         base_path = (fs::path(canonical).parent_path() / base_path).string();
-      load(base_path, path);
+      collect(base_path, path, docs);
     }
-    apply(doc, "", path);
+    docs.push_back({doc, path});
     stack.pop_back();
+  }
+
+  // The config version of a chain: the last VERSION its files give, else Detectron2's guess (1
+  // where a file names MODEL.WEIGHT or TEST.AUG_ON, keys version 2 renamed; else the latest).
+  static int chain_version(const std::vector<std::pair<YAML::Node, std::string>>& docs,
+                           const std::string& path) {
+    std::optional<int> version;
+    for (const auto& [doc, file] : docs) {
+      const YAML::Node& const_doc = doc;
+      const YAML::Node v = const_doc["VERSION"];
+      if (!v) continue;
+      int parsed = -1;
+      if (!v.IsScalar() || !YAML::convert<int>::decode(v, parsed))
+        throw Error("config file " + file + ": VERSION must be an integer (a Detectron2 config "
+                    "version, 0 to " + std::to_string(kLatestConfigVersion) + ")");
+      if (parsed < 0 || parsed > kLatestConfigVersion)
+        throw Error("config file " + file + " has VERSION " + std::to_string(parsed) +
+                    "; detkit reads Detectron2's config versions 0 to " +
+                    std::to_string(kLatestConfigVersion));
+      version = parsed;
+    }
+    if (version) return *version;
+    for (const auto& [doc, file] : docs) {
+      const YAML::Node& const_doc = doc;
+      const YAML::Node model = const_doc["MODEL"], test = const_doc["TEST"];
+      if ((model && model.IsMap() && model["WEIGHT"]) || (test && test.IsMap() && test["AUG_ON"])) {
+        spdlog::warn("Config '{}' has no VERSION and names {}: read as version 1", path,
+                     model && model.IsMap() && model["WEIGHT"] ? "MODEL.WEIGHT" : "TEST.AUG_ON");
+        return 1;
+      }
+    }
+    return kLatestConfigVersion;
+  }
+
+  void load(const std::string& path) {
+    std::vector<std::pair<YAML::Node, std::string>> docs;
+    collect(path, "", docs);
+    const int version = chain_version(docs, path);
+    if (version == kLatestConfigVersion) {
+      for (const auto& [doc, file] : docs) apply(doc, "", file);
+      return;
+    }
+    std::vector<std::pair<std::string, std::pair<YAML::Node, std::string>>> anchors;
+    for (const auto& [doc, file] : docs) apply_old(doc, "", file, version, anchors);
+    const std::string meta = root.get_string("MODEL.META_ARCHITECTURE");
+    for (const auto& [written, where] : anchors) {
+      const std::string key = upgraded_anchor_key(written, meta);
+      if (!key.empty()) set_leaf(key, written, where.first, where.second);
+    }
   }
 
   static void dump(const CfgNode& node, int indent, std::string& out) {
@@ -274,7 +367,7 @@ void CfgNode::merge_from_file(const std::string& path) {
   if (frozen_) throw Error("cannot merge '" + path + "': the config is frozen");
   CfgNode merged(*this);  // all or nothing: an error leaves this tree as it was
   YamlIO io{merged, {}};
-  io.load(path, "");
+  io.load(path);
   *this = std::move(merged);
 }
 

@@ -38,8 +38,12 @@ struct COCOeval::Pair {
 
 COCOeval::COCOeval(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
                    std::vector<int64_t> gt_image_ids, std::vector<int64_t> gt_category_ids,
-                   IouType iou_type, EvalParams params)
-    : gts_(std::move(gts)), dts_(std::move(dts)), iou_type_(iou_type), params_(std::move(params)) {
+                   IouType iou_type, EvalParams params, std::optional<IouMatrices> given_ious)
+    : gts_(std::move(gts)),
+      dts_(std::move(dts)),
+      iou_type_(iou_type),
+      params_(std::move(params)),
+      given_ious_(std::move(given_ious)) {
   auto sorted_unique = [](std::vector<int64_t> v) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -51,7 +55,7 @@ COCOeval::COCOeval(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
   if (params_.max_dets.empty()) throw Error("COCOeval: max_dets must not be empty");
   if (params_.area_ranges.size() != params_.area_labels.size())
     throw Error("COCOeval: area_ranges and area_labels differ in length");
-  if (iou_type_ == IouType::Keypoints) {
+  if (iou_type_ == IouType::Keypoints && !given_ious_) {
     const size_t values = 3 * params_.kpt_oks_sigmas.size();
     auto check = [&](const std::vector<EvalObject>& objects, const char* what) {
       for (const EvalObject& o : objects) {
@@ -98,6 +102,19 @@ COCOeval::Pair COCOeval::gather(int64_t image_id, int64_t category_id) const {
   if (pair.dt.size() > static_cast<size_t>(params_.max_dets.back()))
     pair.dt.resize(params_.max_dets.back());
   if (pair.gt.empty() || pair.dt.empty()) return pair;
+  if (given_ious_) {
+    auto it = given_ious_->find({image_id, category_id});
+    const size_t want = pair.dt.size() * pair.gt.size();
+    if (it == given_ious_->end() || it->second.size() != want)
+      throw Error("COCOeval: the IoUs given for image " + std::to_string(image_id) +
+                  ", category " + std::to_string(category_id) + " are " +
+                  (it == given_ious_->end() ? std::string("missing")
+                                            : std::to_string(it->second.size()) + " values") +
+                  "; its " + std::to_string(pair.dt.size()) + " detections x " +
+                  std::to_string(pair.gt.size()) + " ground truth need " + std::to_string(want));
+    pair.ious = it->second;
+    return pair;
+  }
   std::vector<bool> crowd;
   for (int64_t g : pair.gt) crowd.push_back(gts_[g].iscrowd);
   if (iou_type_ == IouType::Keypoints) {
@@ -215,6 +232,7 @@ void COCOeval::accumulate() {
   const size_t I = params_.image_ids.size();
   precision_.assign(T * R * K * A * M, -1.0);
   recall_.assign(T * K * A * M, -1.0);
+  scores_.assign(T * R * K * A * M, -1.0);
   const double eps = std::numeric_limits<double>::epsilon();  // np.spacing(1)
 
   for (size_t k = 0; k < K; ++k) {
@@ -264,9 +282,12 @@ void COCOeval::accumulate() {
                 std::lower_bound(rc.begin(), rc.end(), params_.recall_thresholds[r]) - rc.begin();
             // pycocotools stops filling at the first threshold past the last recall: zeros.
             precision_[precision_index(t, r, k, a, m)] = pos < nd ? pr[pos] : 0.0;
+            scores_[precision_index(t, r, k, a, m)] = pos < nd ? scores[order[pos]] : 0.0;
             if (pos >= nd)
-              for (size_t r2 = r + 1; r2 < R; ++r2)
+              for (size_t r2 = r + 1; r2 < R; ++r2) {
                 precision_[precision_index(t, r2, k, a, m)] = 0.0;
+                scores_[precision_index(t, r2, k, a, m)] = 0.0;
+              }
             if (pos >= nd) break;
           }
         }

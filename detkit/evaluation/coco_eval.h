@@ -59,9 +59,17 @@ struct EvalObject {
 class COCOeval {
  public:
   /// gt_image_ids / gt_category_ids: every image and category of the ground-truth file.
+  /// given_ious: IoUs (OKS for keypoints) to use instead of computing them (then boxes, masks
+  /// and keypoints are not read), per (image id, category id; -1 where use_cats is off):
+  /// detections x ground truth, row-major, the detections stably sorted by score and cut at
+  /// max_dets.back(), the ground truth in the order given — as pycocotools' computeIoU returns
+  /// them, for a pycocotools COCOeval subclass that computes them in Python. A pair with ground
+  /// truth and detections but no matrix of that size is an error naming it.
+  using IouMatrices = std::map<std::pair<int64_t, int64_t>, std::vector<double>>;
   COCOeval(std::vector<EvalObject> gts, std::vector<EvalObject> dts,
            std::vector<int64_t> gt_image_ids, std::vector<int64_t> gt_category_ids,
-           IouType iou_type, EvalParams params = {});
+           IouType iou_type, EvalParams params = {},
+           std::optional<IouMatrices> given_ious = std::nullopt);
 
   /// Matches detections to ground truth per image, category and area range.
   void evaluate();
@@ -77,6 +85,12 @@ class COCOeval {
   std::map<int64_t, std::optional<double>> per_category_ap() const;
 
   const EvalParams& params() const { return params_; }
+
+  /// After accumulate(), row-major as pycocotools' eval: precision and scores [T][R][K][A][M],
+  /// recall [T][K][A][M]; -1 where undefined.
+  const std::vector<double>& precision() const { return precision_; }
+  const std::vector<double>& recall() const { return recall_; }
+  const std::vector<double>& scores() const { return scores_; }
 
  private:
   struct ImageEval {  // pycocotools' evaluateImg result for one (category, area, image)
@@ -102,7 +116,8 @@ class COCOeval {
   EvalParams params_;
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> gts_by_image_cat_, dts_by_image_cat_;
   std::vector<std::optional<ImageEval>> evals_;  // [category][area][image]
-  std::vector<double> precision_, recall_;       // -1 where undefined
+  std::vector<double> precision_, recall_, scores_;  // -1 where undefined
+  std::optional<IouMatrices> given_ious_;
   bool accumulated_ = false;
 };
 

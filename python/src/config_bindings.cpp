@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "detkit/config/defaults.h"
+#include "detkit/config/versions.h"
 #include "detkit/utils/error.h"
 #include "python/src/bindings.h"
 
@@ -95,6 +96,18 @@ void bind_config(py::module_& m) {
       .def("__eq__", [](const CfgNode& a, const CfgNode& b) { return a == b; });
   m.def("get_cfg", &config::get_cfg,
         "A fresh, unfrozen copy of Detectron2's defaults (and detkit's keys)");
+  m.def(
+      "config_key_renames",
+      [] {
+        py::dict out;
+        for (const config::KeyRename& r : config::config_key_renames()) {
+          py::int_ version(r.version);
+          if (!out.contains(version)) out[version] = py::list();
+          out[version].cast<py::list>().append(py::make_tuple(r.old_name, r.new_name));
+        }
+        return out;
+      },
+      "{version: [(name before that version, name from it), ...]}: the config tree's renames");
 }
 
 }  // namespace detkit::python

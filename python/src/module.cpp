@@ -19,6 +19,7 @@ PYBIND11_MODULE(_C, m) {
         "The CLI's log line on the torch build detkit runs on: its version, BLAS, oneDNN and "
         "OpenMP threads");
   detkit::python::bind_checkpoint(m);
+  detkit::python::bind_cocoeval(m);
   detkit::python::bind_comm(m);
   detkit::python::bind_config(m);
   detkit::python::bind_image(m);

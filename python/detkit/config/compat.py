@@ -2,45 +2,22 @@
 guess_version between version 0, 1 and 2 (the current one), by Detectron2's key renames.
 
 A detkit CfgNode holds only version-2 keys (detkit's config tree has no place for an old name),
-so on a CfgNode an upgrade only sets VERSION, and a downgrade below 2 is a detkit.Error naming
+so on a CfgNode an upgrade only sets VERSION (merge_from_file reads a version-0 or version-1 file
+by upgrading its keys, as Detectron2's does), and a downgrade below 2 is a detkit.Error naming
 the first key that version would need. A nested dict ({"MODEL": {"WEIGHT": ...}}: a partial
 config as read from an old YAML file) is converted for real: each renamed key it holds moves to
 its other name, and sections left empty are removed."""
 import copy
 import logging
 
-from .._C import Error
+from .._C import Error, config_key_renames
 from .config import CfgNode, get_cfg
 
 __all__ = ["upgrade_config", "downgrade_config", "guess_version"]
 
-# RENAMES[v]: (name in version v - 1, name in version v).
-_RENAMES = {
-    1: [("MODEL.RPN_HEAD.NAME", "MODEL.RPN.HEAD_NAME")],
-    2: [
-        ("MODEL.WEIGHT", "MODEL.WEIGHTS"),
-        ("MODEL.PANOPTIC_FPN.SEMANTIC_LOSS_SCALE", "MODEL.SEM_SEG_HEAD.LOSS_WEIGHT"),
-        ("MODEL.PANOPTIC_FPN.RPN_LOSS_SCALE", "MODEL.RPN.LOSS_WEIGHT"),
-        ("MODEL.PANOPTIC_FPN.INSTANCE_LOSS_SCALE", "MODEL.PANOPTIC_FPN.INSTANCE_LOSS_WEIGHT"),
-        ("MODEL.PANOPTIC_FPN.COMBINE_ON", "MODEL.PANOPTIC_FPN.COMBINE.ENABLED"),
-        ("MODEL.PANOPTIC_FPN.COMBINE_OVERLAP_THRESHOLD",
-         "MODEL.PANOPTIC_FPN.COMBINE.OVERLAP_THRESH"),
-        ("MODEL.PANOPTIC_FPN.COMBINE_STUFF_AREA_LIMIT",
-         "MODEL.PANOPTIC_FPN.COMBINE.STUFF_AREA_LIMIT"),
-        ("MODEL.PANOPTIC_FPN.COMBINE_INSTANCES_CONFIDENCE_THRESHOLD",
-         "MODEL.PANOPTIC_FPN.COMBINE.INSTANCES_CONFIDENCE_THRESH"),
-        ("MODEL.ROI_HEADS.SCORE_THRESH", "MODEL.ROI_HEADS.SCORE_THRESH_TEST"),
-        ("MODEL.ROI_HEADS.NMS", "MODEL.ROI_HEADS.NMS_THRESH_TEST"),
-        ("MODEL.RETINANET.INFERENCE_SCORE_THRESHOLD", "MODEL.RETINANET.SCORE_THRESH_TEST"),
-        ("MODEL.RETINANET.INFERENCE_TOPK_CANDIDATES", "MODEL.RETINANET.TOPK_CANDIDATES_TEST"),
-        ("MODEL.RETINANET.INFERENCE_NMS_THRESHOLD", "MODEL.RETINANET.NMS_THRESH_TEST"),
-        ("TEST.DETECTIONS_PER_IMG", "TEST.DETECTIONS_PER_IMAGE"),
-        ("TEST.AUG_ON", "TEST.AUG.ENABLED"),
-        ("TEST.AUG_MIN_SIZES", "TEST.AUG.MIN_SIZES"),
-        ("TEST.AUG_MAX_SIZE", "TEST.AUG.MAX_SIZE"),
-        ("TEST.AUG_FLIP", "TEST.AUG.FLIP"),
-    ],
-}
+# _RENAMES[v]: (name in version v - 1, name in version v): the C++ config tree's table, which
+# merge_from_file also follows to read an old file.
+_RENAMES = config_key_renames()
 # Version 2 moved the anchors of RPN (or of RetinaNet) to MODEL.ANCHOR_GENERATOR.
 _ANCHOR_KEYS = [("ANCHOR_ASPECT_RATIOS", "ASPECT_RATIOS"), ("ANCHOR_SIZES", "SIZES")]
 

@@ -1,5 +1,7 @@
 import os
 
+import torch
+
 from .. import _C
 from ..config import get_cfg
 
@@ -15,7 +17,10 @@ def get_config_file(config_path):
 
 
 def get_checkpoint_url(config_path):
-    """The URL of the weights Detectron2's model zoo publishes for that config."""
+    """The URL of the weights Detectron2's model zoo publishes for that config (a ".py" name,
+    Detectron2's LazyConfig twin of a ".yaml" one, gives the same URL)."""
+    if config_path.endswith(".py"):
+        config_path = config_path[:-len(".py")] + ".yaml"
     return _C.model_zoo_url(config_path)
 
 
@@ -26,3 +31,20 @@ def get_config(config_path, trained=False):
     if trained:
         cfg.MODEL.WEIGHTS = get_checkpoint_url(config_path)
     return cfg
+
+
+def get(config_path, trained=False, device=None):
+    """The model of a shipped config, built by detkit.modeling.build_model; with trained=True its
+    MODEL.WEIGHTS are Detectron2's published weights (downloaded once into detkit's cache, as
+    `detkit train` does). device: MODEL.DEVICE, "cpu" by default where no GPU is visible."""
+    from ..checkpoint import DetectionCheckpointer
+    from ..modeling import build_model
+
+    cfg = get_config(config_path, trained)
+    if device is None and not torch.cuda.is_available():
+        device = "cpu"
+    if device is not None:
+        cfg.MODEL.DEVICE = device
+    model = build_model(cfg)
+    DetectionCheckpointer(model).load(cfg.MODEL.WEIGHTS)
+    return model

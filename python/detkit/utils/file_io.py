@@ -1,16 +1,37 @@
 """detkit.utils.file_io.PathManager: Detectron2's PathManager (iopath's) for local paths, so code
 written against it runs without iopath. Handlers for other prefixes can be registered (iopath's
 PathHandler protocol: _get_supported_prefixes, _open, _get_local_path, _exists, ...); a URL
-with no handler (http://, detectron2://) is an error naming it."""
+with no handler is an error naming it. detectron2://, http:// and https:// are read as
+Detectron2's handlers read them: get_local_path and open give the cached copy, downloaded first
+where absent by detkit's C++ (what `detkit train` does with a MODEL.WEIGHTS URL: the same cache,
+lock and errors naming the URL)."""
 import os
 import shutil
 
 __all__ = ["PathManager"]
 
 
+class _DownloadedURLHandler:
+    """detectron2://P (Detectron2's model zoo), http:// and https://: a local cached copy."""
+
+    def _get_supported_prefixes(self):
+        return ["detectron2://", "http://", "https://"]
+
+    def _get_local_path(self, path, **kwargs):
+        from .._C import local_weights_path
+        return local_weights_path(path)
+
+    def _open(self, path, mode="r", buffering=-1, **kwargs):
+        if any(flag in mode for flag in "wax+"):
+            raise ValueError(f"PathManager: '{path}' is a URL, opened for reading only "
+                             f"(mode '{mode}')")
+        return open(self._get_local_path(path), mode, buffering)
+
+
 class _PathManager:
     def __init__(self):
         self._handlers = {}
+        self.register_handler(_DownloadedURLHandler())
 
     def register_handler(self, handler, allow_override=False):
         for prefix in handler._get_supported_prefixes():
