@@ -18,6 +18,7 @@ set(DETKIT_FUZZ_SOURCES_results_json ${_utils} detkit/structures/mask_ops.cpp
     detkit/evaluation/coco_results.cpp)
 set(DETKIT_FUZZ_SOURCES_yaml_config ${_utils} detkit/config/cfg_node.cpp
     detkit/config/cfg_value.cpp detkit/config/defaults.cpp detkit/config/yaml_io.cpp
+    detkit/config/versions.cpp
     detkit/config/python_expression_parser.cpp detkit/config/python_expression.cpp)
 set(DETKIT_FUZZ_SOURCES_python_expression ${_utils} detkit/config/cfg_value.cpp
     detkit/config/python_expression_parser.cpp detkit/config/python_expression.cpp)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "detkit/checkpoint/model_zoo.h"
 #include "detkit/utils/error.h"
@@ -72,15 +73,23 @@ TEST(ModelZoo, ConfigsMapToDetectron2sPublishedWeights) {
   EXPECT_EQ(model_zoo_url("COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml"),
             "https://dl.fbaipublicfiles.com/detectron2/COCO-Detection/faster_rcnn_R_50_FPN_1x/"
             "137257794/model_final_b275ba.pkl");
+  EXPECT_EQ(model_zoo_url("configs/COCO-Keypoints/keypoint_rcnn_R_50_FPN_1x.yaml"),
+            "https://dl.fbaipublicfiles.com/detectron2/COCO-Keypoints/keypoint_rcnn_R_50_FPN_1x/"
+            "137261548/model_final_04e291.pkl");
   try {
-    model_zoo_url("COCO-Keypoints/keypoint_rcnn_R_50_FPN_1x.yaml");
+    model_zoo_url("Misc/semantic_R_50_FPN_1x.yaml");  // Detectron2 publishes no weights for it
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(model_zoo_configs().size(), 14u);
+  // Every YAML config of Detectron2's table that detkit ships, each of them shipped.
+  EXPECT_EQ(model_zoo_configs().size(), 52u);
+  for (const std::string& config : model_zoo_configs())
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::string(DETKIT_SOURCE_DIR) + "/configs/" +
+                                                 config + ".yaml"))
+        << config;
 }
 
 }  // namespace

@@ -59,6 +59,8 @@ def compare(gt, results, iou_type, params, label):
         if a.size:
             worst = max(worst, float(np.abs(a - b).max()))
     check(worst <= 1e-12, f"{label}: precision / recall / scores max diff {worst:.3g}")
+    if set(params) - {"useCats"}:
+        return  # pycocotools' summarize() reads the default thresholds, maxDets and areas
     quiet(ref.summarize)
     quiet(opt.summarize)
     check(np.allclose(ref.stats, opt.stats, atol=1e-12, rtol=0),

@@ -6,7 +6,8 @@ targets built by detkit.data's Python path (load_coco_json, transform_instance_a
 annotations_to_instances) are Detectron2's, the five losses Detectron2's and loss.backward()
 fills the parameters' .grad with Detectron2's gradients; an optimizer step in Python changes
 what the C++ model computes (the parameters are its tensors); BitMasks targets train as
-polygons do; the errors.
+polygons do; model.backbone / proposal_generator / roi_heads, Detectron2's Python modules on the
+C++ model's tensors, give Detectron2's FPN features, proposals and detections; the errors.
 Usage: test_model.py SHARED SOURCE DETKIT"""
 import json
 import os
@@ -63,6 +64,52 @@ for i, out in enumerate(results):
     check(len(ours) == len(reference) and not report["unexplained"] and
           inst.image_size == (meta["images"][i]["height"], meta["images"][i]["width"]),
           f"image {i}: model(batched_inputs) gives Detectron2's {len(reference)} detections")
+
+# --- the parts as Python modules on the C++ tensors: Detectron2's intermediate values ------------
+from detkit.modeling import FPN, StandardROIHeads  # noqa: E402
+from detkit.modeling.proposal_generator import RPN  # noqa: E402
+from detkit.modeling.postprocessing import detector_postprocess  # noqa: E402
+from detkit.structures import ImageList  # noqa: E402
+
+check(isinstance(model.backbone, FPN) and isinstance(model.proposal_generator, RPN) and
+      isinstance(model.roi_heads, StandardROIHeads),
+      f"model.backbone / proposal_generator / roi_heads are Detectron2's Python modules "
+      f"({type(model.backbone).__name__}, {type(model.proposal_generator).__name__}, "
+      f"{type(model.roi_heads).__name__})")
+native_tensors = {name: t for name, t in model._native.named_parameters()}
+check(all(model.state_dict(keep_vars=True)[name] is t for name, t in native_tensors.items()),
+      f"the parts hold the C++ model's {len(native_tensors)} parameter tensors themselves")
+pixel_mean = torch.tensor(cfg.MODEL.PIXEL_MEAN).view(-1, 1, 1)
+pixel_std = torch.tensor(cfg.MODEL.PIXEL_STD).view(-1, 1, 1)
+images = ImageList.from_tensors([(outputs[f"input_tensor_{i}"] - pixel_mean) / pixel_std
+                                 for i in range(2)], model.backbone.size_divisibility)
+with torch.no_grad():
+    features = model.backbone(images.tensor)
+    worst = max(float((features[k] - outputs[f"features_{k}"]).abs().max()) for k in features)
+    print(f"[ parts ] backbone: p2..p6 max diff vs Detectron2 {worst:.3g}")
+    check(tuple(images.tensor.shape) == tuple(outputs["padded_batch_shape"].tolist()) and
+          worst <= 1e-4, f"model.backbone(x): Detectron2's FPN features (max diff {worst:.3g})")
+    proposals, _ = model.proposal_generator(images, features)
+    for i, props in enumerate(proposals):
+        boxes_diff = float((props.proposal_boxes.tensor - outputs[f"proposal_boxes_{i}"]).abs().max())
+        logit_diff = float((props.objectness_logits - outputs[f"proposal_logits_{i}"]).abs().max())
+        check(len(props) == len(outputs[f"proposal_boxes_{i}"]) and boxes_diff <= 1e-3 and
+              logit_diff <= 1e-4,
+              f"model.proposal_generator: image {i}'s {len(props)} proposals (max diff "
+              f"{boxes_diff:.3g} px, logits {logit_diff:.3g})")
+    detections, _ = model.roi_heads(images, features, proposals)
+for i, det in enumerate(detections):
+    det = detector_postprocess(det, meta["images"][i]["height"], meta["images"][i]["width"])
+    ours = Detections(det.pred_boxes.tensor.tolist(), det.scores.tolist(),
+                      det.pred_classes.tolist())
+    reference = Detections(outputs[f"pred_boxes_{i}"].tolist(), outputs[f"scores_{i}"].tolist(),
+                           outputs[f"pred_classes_{i}"].tolist())
+    _, report = match(ours, reference, BOX_TOL, SCORE_TOL)
+    print(f"[ parts ] roi_heads image {i} vs Detectron2: "
+          f"{summary(len(ours), len(reference), report)}")
+    check(len(ours) == len(reference) and not report["unexplained"] and det.has("pred_masks"),
+          f"model.roi_heads(images, features, proposals): image {i}'s {len(reference)} "
+          f"detections and masks")
 
 # --- training: targets from detkit.data's Python path, Detectron2's losses and gradients ----------
 coco_json = f"{shared}/data/coco_tiny/annotations/instances_val2017.json"

@@ -11,8 +11,13 @@ size to give predictions in; "instances": the targets in training) and returns D
 loss dict in training (tensors whose graph reaches the parameters, so `.backward()` fills their
 .grad) and its list of output dicts in evaluation. The C++ model runs with the GIL released.
 inference_on_dataset(model, build_detection_test_loader(cfg, name), evaluator) evaluates it.
-What detkit does not expose: the submodules themselves (model.backbone, model.roi_heads, ...),
-`inference(..., do_postprocess=False)`, precomputed proposals as inputs."""
+The submodules (`model.backbone`, `model.proposal_generator`, `model.roi_heads`) are Detectron2's
+Python modules (detkit.modeling.backbone, proposal_generator, roi_heads) holding those same C++
+tensors, so they can be called on their own (`model.roi_heads(images, features, proposals)`) and
+compute what the C++ model computes, while `model(batched_inputs)` runs the C++ model. A part
+whose Python module does not hold exactly the C++ part's tensors (a RetinaNet head, a semantic
+segmentation head: no Python module here) stays a container of the tensors, not callable.
+Not exposed: `inference(..., do_postprocess=False)`, precomputed proposals as inputs."""
 import torch
 from torch import nn
 
@@ -86,6 +91,55 @@ def _detkit_config(cfg):
                     f"got {type(cfg).__name__}")
 
 
+def _python_parts(cfg):
+    """Detectron2's Python modules of the model's parts, by attribute name. They are built from a
+    forked random generator (their initial weights are replaced by the C++ model's tensors), so
+    building them changes no later random draw."""
+    from ..backbone import BACKBONE_REGISTRY, build_backbone
+    from ..proposal_generator import build_proposal_generator
+    from ..roi_heads import build_roi_heads
+
+    meta = cfg.MODEL.META_ARCHITECTURE
+    parts = {}
+    if cfg.MODEL.BACKBONE.NAME not in BACKBONE_REGISTRY:
+        return parts
+    with torch.random.fork_rng(devices=[]):
+        parts["backbone"] = build_backbone(cfg)
+        shape = parts["backbone"].output_shape()
+        if meta in ("GeneralizedRCNN", "ProposalNetwork", "PanopticFPN"):
+            parts["proposal_generator"] = build_proposal_generator(cfg, shape)
+        if meta in ("GeneralizedRCNN", "PanopticFPN"):
+            parts["roi_heads"] = build_roi_heads(cfg, shape)
+    return {name: module for name, module in parts.items() if module is not None}
+
+
+def _holds_exactly(module, part, tensors):
+    """Whether `module`'s parameters and persistent buffers are, by name and shape, the C++
+    tensors of `part` (names "part.…"); if so, they are put in its place (no copies)."""
+    prefix = part + "."
+    mine = {"_parameters": dict(module.named_parameters()), "_buffers": {}}
+    for owner_name, owner in module.named_modules():
+        for leaf, tensor in owner._buffers.items():
+            if tensor is not None and leaf not in owner._non_persistent_buffers_set:
+                mine["_buffers"][f"{owner_name}.{leaf}" if owner_name else leaf] = tensor
+    for kind in mine:
+        native = {name[len(prefix):]: t for name, t in tensors[kind].items()
+                  if name.startswith(prefix)}
+        if set(native) != set(mine[kind]) or any(
+                native[name].shape != mine[kind][name].shape for name in native):
+            return False
+    for kind in mine:
+        for name in list(tensors[kind]):
+            if not name.startswith(prefix):
+                continue
+            *path, leaf = name[len(prefix):].split(".")
+            owner = module
+            for step in path:
+                owner = owner._modules[step]
+            getattr(owner, kind)[leaf] = tensors[kind].pop(name)
+    return True
+
+
 class _NativeModel(nn.Module):
     """A detkit C++ model as an nn.Module (see the module's docstring)."""
 
@@ -97,15 +151,20 @@ class _NativeModel(nn.Module):
             raise ValueError(f"{expected}(cfg): cfg.MODEL.META_ARCHITECTURE is "
                              f"'{cfg.MODEL.META_ARCHITECTURE}'")
         self._native = _C.build_model(cfg._tree)
-        self._adopt()
+        self._adopt(_python_parts(cfg))
         self.train(True)
 
-    def _adopt(self):
-        """The C++ tensors, registered under their dotted names (nested nn.Modules mirror the
-        C++ module tree, so state_dict keys are Detectron2's)."""
-        for kind, items in (("_parameters", self._native.named_parameters()),
-                            ("_buffers", self._native.named_buffers())):
-            for name, tensor in items:
+    def _adopt(self, python_parts):
+        """The C++ tensors, registered under their dotted names (so state_dict keys are
+        Detectron2's): in the Python module of their part where it holds exactly those tensors
+        (names and shapes), else in nested nn.Modules that mirror the C++ module tree."""
+        tensors = {"_parameters": dict(self._native.named_parameters()),
+                   "_buffers": dict(self._native.named_buffers())}
+        for part, module in python_parts.items():
+            if _holds_exactly(module, part, tensors):
+                self._modules[part] = module
+        for kind, items in tensors.items():
+            for name, tensor in items.items():
                 *path, leaf = name.split(".")
                 module = self
                 for part in path:
