@@ -7,7 +7,8 @@ annotations_to_instances) are Detectron2's, the five losses Detectron2's and los
 fills the parameters' .grad with Detectron2's gradients; an optimizer step in Python changes
 what the C++ model computes (the parameters are its tensors); BitMasks targets train as
 polygons do; model.backbone / proposal_generator / roi_heads, Detectron2's Python modules on the
-C++ model's tensors, give Detectron2's FPN features, proposals and detections; the errors.
+C++ model's tensors, give Detectron2's FPN features, proposals and detections, and a RetinaNet's
+head and forward_inference Detectron2's head outputs and detections; the errors.
 Usage: test_model.py SHARED SOURCE DETKIT"""
 import json
 import os
@@ -198,6 +199,43 @@ diff = abs(float(as_polygons["loss_mask"]) - float(as_bitmasks["loss_mask"]))
 check(diff < 0.02 * float(as_polygons["loss_mask"]),
       f"loss_mask from BitMasks {float(as_bitmasks['loss_mask']):.5f} vs polygons "
       f"{float(as_polygons['loss_mask']):.5f} (rasterised, then sampled: held to 2 %)")
+
+# RetinaNet (fixtures/detectron2_retinanet): model.head and model.forward_inference, Python on the
+# C++ model's tensors, give Detectron2's head outputs and detections (input coordinates).
+from detkit.modeling import RetinaNet  # noqa: E402
+from detkit.modeling.meta_arch.dense_inference import RetinaNetHead  # noqa: E402
+
+retina_dir = f"{shared}/fixtures/detectron2_retinanet"
+retina_cfg = get_cfg()
+retina_cfg.merge_from_file(f"{retina_dir}/config.yaml")
+retina_cfg.MODEL.DEVICE = "cpu"
+retina_out = torch.load(f"{retina_dir}/outputs.pth")
+retina = build_model(retina_cfg)
+retina.load_state_dict(torch.load(f"{retina_dir}/weights.pth"), strict=True)
+retina.eval()
+check(isinstance(retina, RetinaNet) and isinstance(retina.head, RetinaNetHead) and
+      isinstance(retina.backbone, FPN), "RetinaNet: model.head is Detectron2's RetinaNetHead")
+images = ImageList.from_tensors([(retina_out[f"input_tensor_{i}"] - pixel_mean) / pixel_std
+                                 for i in range(2)], retina.backbone.size_divisibility)
+with torch.no_grad():
+    feats = retina.backbone(images.tensor)
+    levels = [feats[f] for f in retina.head_in_features]
+    logits, deltas = retina.head(levels)
+    for k, name in ((2, "p5"), (4, "p7")):
+        d_logit = float((logits[k] - retina_out[f"head_cls_logits_{name}"]).abs().max())
+        d_delta = float((deltas[k] - retina_out[f"head_box_deltas_{name}"]).abs().max())
+        check(d_logit <= 1e-4 and d_delta <= 1e-4,
+              f"RetinaNet model.head: {name} logits max diff {d_logit:.3g}, deltas {d_delta:.3g}")
+    found = retina.forward_inference(images, levels, [logits, deltas])
+for i, det in enumerate(found):
+    ref_boxes = retina_out[f"pred_boxes_input_{i}"]
+    same = len(det) == len(ref_boxes)
+    d_box = float((det.pred_boxes.tensor - ref_boxes).abs().max()) if same else float("inf")
+    d_score = float((det.scores - retina_out[f"scores_{i}"]).abs().max()) if same else 1.0
+    check(same and d_box <= 1e-3 and d_score <= 1e-4 and
+          torch.equal(det.pred_classes, retina_out[f"pred_classes_{i}"]),
+          f"RetinaNet forward_inference: image {i}'s {len(det)} detections (max diff "
+          f"{d_box:.3g} px, scores {d_score:.3g})")
 
 # errors
 raises(ValueError, lambda: model([{"image": outputs["input_tensor_0"]}]), "no 'instances'")

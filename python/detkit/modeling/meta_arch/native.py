@@ -11,12 +11,13 @@ size to give predictions in; "instances": the targets in training) and returns D
 loss dict in training (tensors whose graph reaches the parameters, so `.backward()` fills their
 .grad) and its list of output dicts in evaluation. The C++ model runs with the GIL released.
 inference_on_dataset(model, build_detection_test_loader(cfg, name), evaluator) evaluates it.
-The submodules (`model.backbone`, `model.proposal_generator`, `model.roi_heads`) are Detectron2's
+The submodules (`model.backbone`, `model.proposal_generator`, `model.roi_heads`; a RetinaNet's
+`model.head` and `model.anchor_generator`, with `forward_inference`) are Detectron2's
 Python modules (detkit.modeling.backbone, proposal_generator, roi_heads) holding those same C++
 tensors, so they can be called on their own (`model.roi_heads(images, features, proposals)`) and
 compute what the C++ model computes, while `model(batched_inputs)` runs the C++ model. A part
-whose Python module does not hold exactly the C++ part's tensors (a RetinaNet head, a semantic
-segmentation head: no Python module here) stays a container of the tensors, not callable.
+whose Python module does not hold exactly the C++ part's tensors (a semantic segmentation head:
+no Python module here) stays a container of the tensors, not callable.
 Not exposed: `inference(..., do_postprocess=False)`, precomputed proposals as inputs."""
 import torch
 from torch import nn
@@ -24,7 +25,10 @@ from torch import nn
 from ... import _C
 from ...config import CfgNode
 from ...structures import BitMasks, Boxes, Instances, Keypoints, PolygonMasks
+from ..anchor_generator import build_anchor_generator
+from ..box_regression import Box2BoxTransform
 from .build import META_ARCH_REGISTRY
+from .dense_inference import DenseInference, RetinaNetHead
 
 __all__ = ["GeneralizedRCNN", "PanopticFPN", "ProposalNetwork", "RetinaNet", "SemanticSegmentor"]
 
@@ -110,6 +114,10 @@ def _python_parts(cfg):
             parts["proposal_generator"] = build_proposal_generator(cfg, shape)
         if meta in ("GeneralizedRCNN", "PanopticFPN"):
             parts["roi_heads"] = build_roi_heads(cfg, shape)
+        if meta == "RetinaNet":
+            level_shapes = [shape[f] for f in cfg.MODEL.RETINANET.IN_FEATURES]
+            parts["head"] = RetinaNetHead(cfg, level_shapes)
+            parts["anchor_generator"] = build_anchor_generator(cfg, level_shapes)
     return {name: module for name, module in parts.items() if module is not None}
 
 
@@ -246,8 +254,21 @@ class GeneralizedRCNN(_NativeModel):
 
 
 @META_ARCH_REGISTRY.register()
-class RetinaNet(_NativeModel):
-    """Detectron2's RetinaNet in C++."""
+class RetinaNet(DenseInference, _NativeModel):
+    """Detectron2's RetinaNet in C++; `head`, `anchor_generator` and `forward_inference` as
+    Detectron2's (Python, on the C++ model's tensors)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        cfg = _detkit_config(cfg)
+        retina = cfg.MODEL.RETINANET
+        self.num_classes = retina.NUM_CLASSES
+        self.head_in_features = list(retina.IN_FEATURES)
+        self.box2box_transform = Box2BoxTransform(weights=tuple(retina.BBOX_REG_WEIGHTS))
+        self.test_score_thresh = retina.SCORE_THRESH_TEST
+        self.test_topk_candidates = retina.TOPK_CANDIDATES_TEST
+        self.test_nms_thresh = retina.NMS_THRESH_TEST
+        self.max_detections_per_image = cfg.TEST.DETECTIONS_PER_IMAGE
 
 
 @META_ARCH_REGISTRY.register()
