@@ -200,6 +200,36 @@ check(diff < 0.02 * float(as_polygons["loss_mask"]),
       f"loss_mask from BitMasks {float(as_bitmasks['loss_mask']):.5f} vs polygons "
       f"{float(as_polygons['loss_mask']):.5f} (rasterised, then sampled: held to 2 %)")
 
+# C4, DC5, Cascade and Keypoint R-CNN: the parts (ResNet / FPN, RPN, Res5ROIHeads / StandardROIHeads
+# / CascadeROIHeads) on the C++ tensors give Detectron2's detections in input coordinates.
+for name in ("detectron2_c4", "detectron2_dc5", "detectron2_cascade", "detectron2_keypoint"):
+    fdir = f"{shared}/fixtures/{name}"
+    fcfg = get_cfg()
+    fcfg.merge_from_file(f"{fdir}/config.yaml")
+    fcfg.MODEL.DEVICE = "cpu"
+    fout = torch.load(f"{fdir}/outputs.pth")
+    fmodel = build_model(fcfg)
+    fmodel.load_state_dict(torch.load(f"{fdir}/weights.pth"), strict=True)
+    fmodel.eval()
+    mean = torch.tensor(fcfg.MODEL.PIXEL_MEAN).view(-1, 1, 1)
+    std = torch.tensor(fcfg.MODEL.PIXEL_STD).view(-1, 1, 1)
+    fimages = ImageList.from_tensors([(fout[f"input_tensor_{i}"] - mean) / std for i in range(2)],
+                                     fmodel.backbone.size_divisibility)
+    with torch.no_grad():
+        ffeatures = fmodel.backbone(fimages.tensor)
+        fproposals, _ = fmodel.proposal_generator(fimages, ffeatures)
+        fdetections, _ = fmodel.roi_heads(fimages, ffeatures, fproposals)
+    parts = ", ".join(type(c).__name__ for c in fmodel.children())
+    for i, det in enumerate(fdetections):
+        ours = Detections(det.pred_boxes.tensor.tolist(), det.scores.tolist(),
+                          det.pred_classes.tolist())
+        reference = Detections(fout[f"pred_boxes_input_{i}"].tolist(),
+                               fout[f"scores_{i}"].tolist(), fout[f"pred_classes_{i}"].tolist())
+        _, report = match(ours, reference, BOX_TOL, SCORE_TOL)
+        print(f"[ parts ] {name} ({parts}) image {i}: {summary(len(ours), len(reference), report)}")
+        check(len(ours) == len(reference) and not report["unexplained"],
+              f"{name}: the Python parts ({parts}) give image {i}'s {len(reference)} detections")
+
 # RetinaNet (fixtures/detectron2_retinanet): model.head and model.forward_inference, Python on the
 # C++ model's tensors, give Detectron2's head outputs and detections (input coordinates).
 from detkit.modeling import RetinaNet  # noqa: E402
