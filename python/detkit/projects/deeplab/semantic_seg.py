@@ -31,7 +31,7 @@ def _pool_kernel_size(train_size, stride):
     """ASPP's image-pool kernel: the training crop at the feature's stride (None: global)."""
     if train_size is None:
         return None
-    train_h, train_w = train_size
+    train_h, train_w = (int(size) for size in train_size)  # detkit's CROP.SIZE holds floats
     if train_h % stride or train_w % stride:
         raise ValueError(f"Crop size {tuple(train_size)} need to be divisible by the output "
                          f"stride {stride}.")
