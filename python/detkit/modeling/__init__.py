@@ -13,6 +13,7 @@ from .roi_heads import (ROI_BOX_HEAD_REGISTRY, ROI_HEADS_REGISTRY, ROI_KEYPOINT_
                         build_keypoint_head, build_mask_head, build_roi_heads)
 from .meta_arch import (META_ARCH_REGISTRY, GeneralizedRCNN, PanopticFPN, ProposalNetwork,
                         RetinaNet, SemanticSegmentor, build_model)
+from .meta_arch import SEM_SEG_HEADS_REGISTRY, build_sem_seg_head
 from .proposal_generator import (PROPOSAL_GENERATOR_REGISTRY, RPN_HEAD_REGISTRY,
                                  build_proposal_generator, build_rpn_head)
 
@@ -28,3 +29,4 @@ __all__ += ["BaseKeypointRCNNHead", "BaseMaskRCNNHead", "FastRCNNOutputLayers",
             "ROI_MASK_HEAD_REGISTRY", "ROIHeads", "StandardROIHeads", "build_box_head",
             "build_keypoint_head", "build_mask_head", "build_roi_heads", "detector_postprocess",
             "sem_seg_postprocess"]
+__all__ += ["SEM_SEG_HEADS_REGISTRY", "build_sem_seg_head"]
