@@ -1,8 +1,8 @@
 """Detectron2's PointRend project (projects/PointRend/point_rend) on detkit: add_pointrend_config,
 the point sampling functions, the point heads, PointRendMaskHead / ImplicitPointRendMaskHead
 (ROI_MASK_HEAD_REGISTRY), PointRendROIHeads (ROI_HEADS_REGISTRY) and ColorAugSSDTransform.
-PointRendSemSegHead is not here: detkit.modeling has no SEM_SEG_HEADS_REGISTRY (its semantic
-segmentation heads are C++)."""
+PointRendSemSegHead (semantic_seg.py) needs detkit.modeling's SEM_SEG_HEADS_REGISTRY, which comes
+with detkit.projects.deeplab: import it from point_rend.semantic_seg."""
 from .color_augmentation import ColorAugSSDTransform
 from .config import add_pointrend_config
 from .mask_head import ImplicitPointRendMaskHead, PointRendMaskHead
