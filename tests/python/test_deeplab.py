@@ -311,4 +311,41 @@ raises(AssertionError, lambda: DeepLabV3PlusHead(
 raises(ValueError, lambda: DeepLabV3PlusHead(
     shapes, project_channels=[8, 8], aspp_dilations=[1, 2, 3], aspp_dropout=0.0,
     decoder_channels=[16, 24, 32], common_stride=4, norm="", train_size=(64, 90)), "divisible")
+# PointRendSemSegHead (detkit.projects.point_rend) over DeepLabV3PlusHead as its coarse head: with
+# one subdivision step refining every cell, its logits are the point head's at each cell centre,
+# and in training it adds the point loss to the coarse head's.
+from detkit.projects import point_rend  # noqa: E402
+from detkit.projects.point_rend.point_features import point_sample  # noqa: E402
+
+cfg = head_cfg("PointRendSemSegHead", ["res2", "res3", "res5"], "cross_entropy",
+               COMMON_STRIDE=4)
+point_rend.add_pointrend_config(cfg)
+cfg.MODEL.POINT_HEAD.COARSE_SEM_SEG_HEAD_NAME = "DeepLabV3PlusHead"
+cfg.MODEL.POINT_HEAD.NUM_CLASSES = 6
+cfg.MODEL.POINT_HEAD.IN_FEATURES = ["res2"]
+cfg.MODEL.POINT_HEAD.SUBDIVISION_STEPS = 1
+cfg.MODEL.POINT_HEAD.SUBDIVISION_NUM_POINTS = 32 * 48  # every cell of the 2x upsampled map
+pr_head = build_sem_seg_head(cfg, shapes)
+check(isinstance(pr_head, point_rend.PointRendSemSegHead) and
+      isinstance(pr_head.coarse_sem_seg_head, DeepLabV3PlusHead),
+      "PointRendSemSegHead over DeepLabV3PlusHead")
+pr_head.eval()
+with torch.no_grad():
+    refined, _ = pr_head(features)
+    coarse = pr_head.coarse_sem_seg_head.layers(features)
+    ys = (torch.arange(32, dtype=torch.float32) + 0.5) / 32
+    xs = (torch.arange(48, dtype=torch.float32) + 0.5) / 48
+    centres = torch.stack(torch.meshgrid(xs, ys, indexing="xy"), dim=-1).reshape(1, -1, 2)
+    centres = centres.expand(2, -1, -1)
+    want = pr_head.point_head(point_sample(features["res2"], centres, align_corners=False),
+                              point_sample(coarse, centres, align_corners=False))
+diff = float((refined.reshape(2, 6, -1) - want).abs().max())
+check(refined.shape == (2, 6, 32, 48) and diff < 1e-5,
+      f"PointRendSemSegHead inference: every cell the point head's logits at its centre "
+      f"(max diff {diff:.3g})")
+pr_head.train()
+_, pr_losses = pr_head(features, targets)
+check(set(pr_losses) == {"loss_sem_seg", "loss_sem_seg_point"} and
+      all(torch.isfinite(v) for v in pr_losses.values()),
+      f"PointRendSemSegHead training: the coarse and the point losses ({sorted(pr_losses)})")
 finish()
