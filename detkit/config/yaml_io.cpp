@@ -1,6 +1,6 @@
 // Loading Detectron2 YAML files (with _BASE_ chains) into a CfgNode, and dumping one back.
-#include <yaml-cpp/depthguard.h>
 #include <spdlog/spdlog.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -219,7 +219,8 @@ struct YamlIO {
   // A file of an older config version: every leaf under its old name, set under the latest.
   // The old anchor keys wait in `anchors` until the meta-architecture is known.
   void apply_old(const YAML::Node& mapping, const std::string& prefix, const std::string& file,
-                 int version, std::vector<std::pair<std::string, std::pair<YAML::Node, std::string>>>& anchors) {
+                 int version,
+                 std::vector<std::pair<std::string, std::pair<YAML::Node, std::string>>>& anchors) {
     for (const auto& entry : mapping) {
       if (!entry.first.IsScalar())
         throw Error("config file " + file + ", line " +
@@ -302,8 +303,8 @@ struct YamlIO {
       if (!v) continue;
       int parsed = -1;
       if (!v.IsScalar() || !YAML::convert<int>::decode(v, parsed))
-        throw Error("config file " + file + ": VERSION must be an integer (a Detectron2 config "
-                    "version, 0 to " + std::to_string(kLatestConfigVersion) + ")");
+        throw Error("config file " + file + ": VERSION must be an integer, 0 to " +
+                    std::to_string(kLatestConfigVersion) + " (Detectron2's config versions)");
       if (parsed < 0 || parsed > kLatestConfigVersion)
         throw Error("config file " + file + " has VERSION " + std::to_string(parsed) +
                     "; detkit reads Detectron2's config versions 0 to " +

@@ -106,8 +106,8 @@ COCOeval::Pair COCOeval::gather(int64_t image_id, int64_t category_id) const {
     auto it = given_ious_->find({image_id, category_id});
     const size_t want = pair.dt.size() * pair.gt.size();
     if (it == given_ious_->end() || it->second.size() != want)
-      throw Error("COCOeval: the IoUs given for image " + std::to_string(image_id) +
-                  ", category " + std::to_string(category_id) + " are " +
+      throw Error("COCOeval: the IoUs given for image " + std::to_string(image_id) + ", category " +
+                  std::to_string(category_id) + " are " +
                   (it == given_ious_->end() ? std::string("missing")
                                             : std::to_string(it->second.size()) + " values") +
                   "; its " + std::to_string(pair.dt.size()) + " detections x " +

@@ -5,7 +5,7 @@
 namespace detkit::python {
 
 void bind_checkpoint(pybind11::module_& m);  // checkpoint_bindings.cpp: Caffe2 names, matching
-void bind_cocoeval(pybind11::module_& m);   // cocoeval_bindings.cpp: COCOeval_opt's C++ half
+void bind_cocoeval(pybind11::module_& m);    // cocoeval_bindings.cpp: COCOeval_opt's C++ half
 void bind_comm(pybind11::module_& m);       // comm_bindings.cpp: launch environments, comm
 void bind_config(pybind11::module_& m);     // config_bindings.cpp: CfgTree, get_cfg
 void bind_image(pybind11::module_& m);      // image_bindings.cpp: read_image

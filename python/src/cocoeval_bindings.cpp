@@ -29,8 +29,8 @@ IouType iou_type_of(const std::string& name) {
 }
 
 // (id, image_id, category_id, area, iscrowd, num_keypoints)
-std::vector<EvalObject> ground_truth(const std::vector<std::tuple<int64_t, int64_t, int64_t, double,
-                                                                  bool, int64_t>>& rows) {
+std::vector<EvalObject> ground_truth(
+    const std::vector<std::tuple<int64_t, int64_t, int64_t, double, bool, int64_t>>& rows) {
   std::vector<EvalObject> out;
   for (const auto& [id, image, category, area, crowd, keypoints] : rows) {
     EvalObject o;
@@ -57,8 +57,8 @@ COCOeval::IouMatrices iou_matrices(const py::dict& ious) {
   COCOeval::IouMatrices out;
   for (auto item : ious) {
     auto key = item.first.cast<std::pair<int64_t, int64_t>>();
-    auto matrix = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
-        item.second);
+    auto matrix =
+        py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(item.second);
     if (!matrix)
       throw Error("COCOeval: the IoUs of image " + std::to_string(key.first) + ", category " +
                   std::to_string(key.second) + " are not an array of numbers");
@@ -77,33 +77,33 @@ py::array_t<double> as_array(const std::vector<double>& values, std::vector<size
 
 void bind_cocoeval(py::module_& m) {
   py::class_<COCOeval>(m, "COCOevalPrepared")
-      .def(py::init([](const std::vector<std::tuple<int64_t, int64_t, int64_t, double, bool,
-                                                    int64_t>>& gts,
-                       const std::vector<std::tuple<int64_t, int64_t, int64_t, double, double>>&
-                           dts,
-                       std::vector<int64_t> image_ids, std::vector<int64_t> category_ids,
-                       const std::string& iou_type, std::vector<double> iou_thresholds,
-                       std::vector<double> recall_thresholds, std::vector<int64_t> max_dets,
-                       std::vector<std::array<double, 2>> area_ranges,
-                       std::vector<std::string> area_labels, bool use_cats, const py::dict& ious) {
-             EvalParams params;
-             params.iou_thresholds = std::move(iou_thresholds);
-             params.recall_thresholds = std::move(recall_thresholds);
-             params.max_dets = std::move(max_dets);
-             params.area_ranges = std::move(area_ranges);
-             params.area_labels = std::move(area_labels);
-             params.use_cats = use_cats;
-             params.image_ids = image_ids;
-             params.category_ids = category_ids;
-             return std::make_unique<COCOeval>(ground_truth(gts), detections(dts),
-                                               std::move(image_ids), std::move(category_ids),
-                                               iou_type_of(iou_type), std::move(params),
-                                               iou_matrices(ious));
-           }),
+      .def(py::init(
+               [](const std::vector<std::tuple<int64_t, int64_t, int64_t, double, bool, int64_t>>&
+                      gts,
+                  const std::vector<std::tuple<int64_t, int64_t, int64_t, double, double>>& dts,
+                  std::vector<int64_t> image_ids, std::vector<int64_t> category_ids,
+                  const std::string& iou_type, std::vector<double> iou_thresholds,
+                  std::vector<double> recall_thresholds, std::vector<int64_t> max_dets,
+                  std::vector<std::array<double, 2>> area_ranges,
+                  std::vector<std::string> area_labels, bool use_cats, const py::dict& ious) {
+                 EvalParams params;
+                 params.iou_thresholds = std::move(iou_thresholds);
+                 params.recall_thresholds = std::move(recall_thresholds);
+                 params.max_dets = std::move(max_dets);
+                 params.area_ranges = std::move(area_ranges);
+                 params.area_labels = std::move(area_labels);
+                 params.use_cats = use_cats;
+                 params.image_ids = image_ids;
+                 params.category_ids = category_ids;
+                 return std::make_unique<COCOeval>(ground_truth(gts), detections(dts),
+                                                   std::move(image_ids), std::move(category_ids),
+                                                   iou_type_of(iou_type), std::move(params),
+                                                   iou_matrices(ious));
+               }),
            py::arg("gts"), py::arg("dts"), py::arg("image_ids"), py::arg("category_ids"),
            py::arg("iou_type"), py::arg("iou_thresholds"), py::arg("recall_thresholds"),
-           py::arg("max_dets"), py::arg("area_ranges"), py::arg("area_labels"),
-           py::arg("use_cats"), py::arg("ious"))
+           py::arg("max_dets"), py::arg("area_ranges"), py::arg("area_labels"), py::arg("use_cats"),
+           py::arg("ious"))
       .def("evaluate", &COCOeval::evaluate, py::call_guard<py::gil_scoped_release>())
       .def("accumulate", &COCOeval::accumulate, py::call_guard<py::gil_scoped_release>())
       .def("counts",

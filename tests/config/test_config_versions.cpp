@@ -49,8 +49,7 @@ TEST(ConfigVersions, OldAnchorsGoToTheGeneratorOfTheFamilyInUse) {
             (std::vector<std::vector<double>>{{16, 32}}));
   EXPECT_EQ(rcnn.get("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS"),
             get_cfg().get("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS"));
-  CfgNode retina =
-      merged(tmp, "VERSION: 1\nMODEL:\n  META_ARCHITECTURE: RetinaNet\n" + anchors);
+  CfgNode retina = merged(tmp, "VERSION: 1\nMODEL:\n  META_ARCHITECTURE: RetinaNet\n" + anchors);
   EXPECT_EQ(retina.get("MODEL.ANCHOR_GENERATOR.SIZES").as_float_list_list(),
             (std::vector<std::vector<double>>{{64, 128}}));
   EXPECT_EQ(retina.get("MODEL.ANCHOR_GENERATOR.ASPECT_RATIOS").as_float_list_list(),

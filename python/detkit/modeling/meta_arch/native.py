@@ -107,17 +107,26 @@ def _python_parts(cfg):
     parts = {}
     if cfg.MODEL.BACKBONE.NAME not in BACKBONE_REGISTRY:
         return parts
+
+    def add(name, build):
+        try:
+            parts[name] = build()
+        except NotImplementedError:  # an option the Python part lacks: its tensors stay a container
+            pass
+
     with torch.random.fork_rng(devices=[]):
-        parts["backbone"] = build_backbone(cfg)
+        add("backbone", lambda: build_backbone(cfg))
+        if "backbone" not in parts:
+            return parts
         shape = parts["backbone"].output_shape()
         if meta in ("GeneralizedRCNN", "ProposalNetwork", "PanopticFPN"):
-            parts["proposal_generator"] = build_proposal_generator(cfg, shape)
+            add("proposal_generator", lambda: build_proposal_generator(cfg, shape))
         if meta in ("GeneralizedRCNN", "PanopticFPN"):
-            parts["roi_heads"] = build_roi_heads(cfg, shape)
+            add("roi_heads", lambda: build_roi_heads(cfg, shape))
         if meta == "RetinaNet":
             level_shapes = [shape[f] for f in cfg.MODEL.RETINANET.IN_FEATURES]
-            parts["head"] = RetinaNetHead(cfg, level_shapes)
-            parts["anchor_generator"] = build_anchor_generator(cfg, level_shapes)
+            add("head", lambda: RetinaNetHead(cfg, level_shapes))
+            add("anchor_generator", lambda: build_anchor_generator(cfg, level_shapes))
     return {name: module for name, module in parts.items() if module is not None}
 
 
