@@ -125,11 +125,6 @@ class FPN(Backbone):
                 delattr(scriptable, name)
         return scriptable
 
-    def output_shape(self):
-        return {name: ShapeSpec(channels=self._out_feature_channels[name],
-                                stride=self._out_feature_strides[name])
-                for name in self._out_features}
-
 
 class LastLevelMaxPool(nn.Module):
     """P6 from P5 by a 1x1 max pool of stride 2 (the original FPN)."""

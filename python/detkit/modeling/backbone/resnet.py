@@ -8,7 +8,7 @@ from copy import deepcopy
 import torch
 from torch import nn
 
-from ...layers import CNNBlockBase, ShapeSpec
+from ...layers import CNNBlockBase
 from .backbone import Backbone
 from .build import BACKBONE_REGISTRY
 from .resnet_blocks import BasicBlock, BasicStem, BottleneckBlock, DeformBottleneckBlock
@@ -104,11 +104,6 @@ class ResNet(Backbone):
         for name in self.stage_names:
             delattr(scriptable, name)
         return scriptable
-
-    def output_shape(self):
-        return {name: ShapeSpec(channels=self._out_feature_channels[name],
-                                stride=self._out_feature_strides[name])
-                for name in self._out_features}
 
     def freeze(self, freeze_at=0):
         """Freezes the stem (freeze_at >= 1) and the first freeze_at - 1 stages: no gradients,

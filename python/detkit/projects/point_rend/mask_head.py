@@ -17,7 +17,7 @@ from .point_features import (generate_regular_grid_point_coords, get_point_coord
                              get_uncertain_point_coords_on_grid,
                              get_uncertain_point_coords_with_randomness, point_sample,
                              point_sample_fine_grained_features, sample_point_labels)
-from .point_head import build_point_head, roi_mask_point_loss
+from .point_head import build_point_head_over_features, roi_mask_point_loss
 
 __all__ = ["ConvFCHead", "ImplicitPointRendMaskHead", "PointRendMaskHead",
            "calculate_uncertainty"]
@@ -59,10 +59,8 @@ class PointRendMaskHead(nn.Module):
         if not self.mask_point_on:
             return
         point = cfg.MODEL.POINT_HEAD
-        if cfg.MODEL.ROI_HEADS.NUM_CLASSES != point.NUM_CLASSES:
-            raise ValueError(f"PointRendMaskHead: MODEL.POINT_HEAD.NUM_CLASSES "
-                             f"({point.NUM_CLASSES}) must equal MODEL.ROI_HEADS.NUM_CLASSES "
-                             f"({cfg.MODEL.ROI_HEADS.NUM_CLASSES})")
+        self.point_head = build_point_head_over_features(cfg, input_shape, "PointRendMaskHead",
+                                                         "ROI_HEADS")
         self.mask_point_in_features = point.IN_FEATURES
         self.mask_point_train_num_points = point.TRAIN_NUM_POINTS
         self.mask_point_oversample_ratio = point.OVERSAMPLE_RATIO
@@ -70,10 +68,6 @@ class PointRendMaskHead(nn.Module):
         self.mask_point_subdivision_init_resolution = cfg.MODEL.ROI_MASK_HEAD.OUTPUT_SIDE_RESOLUTION
         self.mask_point_subdivision_steps = point.SUBDIVISION_STEPS
         self.mask_point_subdivision_num_points = point.SUBDIVISION_NUM_POINTS
-
-        in_channels = int(np.sum([input_shape[f].channels for f in self.mask_point_in_features]))
-        self.point_head = build_point_head(cfg, ShapeSpec(channels=in_channels, width=1,
-                                                          height=1))
         # a step that would recompute every cell of the upsampled mask anyway: start finer
         while (4 * self.mask_point_subdivision_init_resolution ** 2
                <= self.mask_point_subdivision_num_points):
@@ -194,18 +188,12 @@ class ImplicitPointRendMaskHead(PointRendMaskHead):
     def _init_point_head(self, cfg, input_shape):
         self.mask_point_on = True
         point = cfg.MODEL.POINT_HEAD
-        if cfg.MODEL.ROI_HEADS.NUM_CLASSES != point.NUM_CLASSES:
-            raise ValueError(f"ImplicitPointRendMaskHead: MODEL.POINT_HEAD.NUM_CLASSES "
-                             f"({point.NUM_CLASSES}) must equal MODEL.ROI_HEADS.NUM_CLASSES "
-                             f"({cfg.MODEL.ROI_HEADS.NUM_CLASSES})")
+        self.point_head = build_point_head_over_features(cfg, input_shape,
+                                                         "ImplicitPointRendMaskHead", "ROI_HEADS")
         self.mask_point_in_features = point.IN_FEATURES
         self.mask_point_train_num_points = point.TRAIN_NUM_POINTS
         self.mask_point_subdivision_steps = point.SUBDIVISION_STEPS
         self.mask_point_subdivision_num_points = point.SUBDIVISION_NUM_POINTS
-
-        in_channels = int(np.sum([input_shape[f].channels for f in self.mask_point_in_features]))
-        self.point_head = build_point_head(cfg, ShapeSpec(channels=in_channels, width=1,
-                                                          height=1))
         self.num_params = self.point_head.num_params
         side = int(math.sqrt(self.mask_point_subdivision_num_points))
         if side * side != self.mask_point_subdivision_num_points:

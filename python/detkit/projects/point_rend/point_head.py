@@ -179,3 +179,16 @@ class ImplicitPointHead(nn.Module):
 def build_point_head(cfg, input_channels):
     """The point head named by cfg.MODEL.POINT_HEAD.NAME, on input_channels (a ShapeSpec)."""
     return POINT_HEAD_REGISTRY.get(cfg.MODEL.POINT_HEAD.NAME)(cfg, input_channels)
+
+
+def build_point_head_over_features(cfg, input_shape, owner, num_classes_key):
+    """The point head over the channels of MODEL.POINT_HEAD.IN_FEATURES together, for the head
+    `owner` whose classes are cfg's `num_classes_key` (e.g. "ROI_HEADS"): a ValueError naming both
+    keys when MODEL.POINT_HEAD.NUM_CLASSES differs from its NUM_CLASSES."""
+    point = cfg.MODEL.POINT_HEAD
+    num_classes = getattr(cfg.MODEL, num_classes_key).NUM_CLASSES
+    if num_classes != point.NUM_CLASSES:
+        raise ValueError(f"{owner}: MODEL.POINT_HEAD.NUM_CLASSES ({point.NUM_CLASSES}) must equal "
+                         f"MODEL.{num_classes_key}.NUM_CLASSES ({num_classes})")
+    in_channels = int(np.sum([input_shape[f].channels for f in point.IN_FEATURES]))
+    return build_point_head(cfg, ShapeSpec(channels=in_channels, width=1, height=1))

@@ -3,7 +3,6 @@
 Needs detkit.modeling's SEM_SEG_HEADS_REGISTRY (added with detkit.projects.deeplab)."""
 from typing import Dict
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -12,7 +11,7 @@ from ...layers import ShapeSpec, cat
 from ...modeling import SEM_SEG_HEADS_REGISTRY
 from .point_features import (get_uncertain_point_coords_on_grid,
                              get_uncertain_point_coords_with_randomness, point_sample)
-from .point_head import build_point_head
+from .point_head import build_point_head_over_features
 
 
 def calculate_uncertainty(sem_seg_logits):
@@ -37,19 +36,14 @@ class PointRendSemSegHead(nn.Module):
 
     def _init_point_head(self, cfg, input_shape: Dict[str, ShapeSpec]):
         point = cfg.MODEL.POINT_HEAD
-        if cfg.MODEL.SEM_SEG_HEAD.NUM_CLASSES != point.NUM_CLASSES:
-            raise ValueError(f"PointRendSemSegHead: MODEL.POINT_HEAD.NUM_CLASSES "
-                             f"({point.NUM_CLASSES}) must equal MODEL.SEM_SEG_HEAD.NUM_CLASSES "
-                             f"({cfg.MODEL.SEM_SEG_HEAD.NUM_CLASSES})")
+        self.point_head = build_point_head_over_features(cfg, input_shape, "PointRendSemSegHead",
+                                                         "SEM_SEG_HEAD")
         self.in_features = point.IN_FEATURES
         self.train_num_points = point.TRAIN_NUM_POINTS
         self.oversample_ratio = point.OVERSAMPLE_RATIO
         self.importance_sample_ratio = point.IMPORTANCE_SAMPLE_RATIO
         self.subdivision_steps = point.SUBDIVISION_STEPS
         self.subdivision_num_points = point.SUBDIVISION_NUM_POINTS
-        in_channels = int(np.sum([input_shape[f].channels for f in self.in_features]))
-        self.point_head = build_point_head(cfg, ShapeSpec(channels=in_channels, width=1,
-                                                          height=1))
 
     def _fine_grained(self, features, point_coords):
         return cat([point_sample(features[name], point_coords, align_corners=False)
