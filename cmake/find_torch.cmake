@@ -31,7 +31,14 @@ endif()
 set(DETKIT_TORCH_CMAKE_PREFIX ${_torch_prefix})  # recorded in the installed detkitConfig.cmake
 list(PREPEND CMAKE_PREFIX_PATH ${_torch_prefix})
 # The wheel's build is CUDA's: its CMake package looks for the CUDA toolkit (nvcc) even when
-# only CPU code is built against it.
+# only CPU code is built against it, and compiles CUDA for TORCH_CUDA_ARCH_LIST (on a machine
+# without a GPU its default is every architecture the toolkit knows, each compile several times
+# slower): detkit's kernels are built for the data-centre GPUs its benchmark runs on, A100 (8.0)
+# and H100 / H200 (9.0, with PTX for later ones to compile at load).
+set(DETKIT_CUDA_ARCH_LIST "8.0;9.0+PTX" CACHE STRING "GPU architectures detkit's CUDA kernels are compiled for (TORCH_CUDA_ARCH_LIST)")
+if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST ${DETKIT_CUDA_ARCH_LIST})
+endif()
 set(Python3_EXECUTABLE ${DETKIT_PYTHON})  # the Python package and its tests: the same interpreter
 find_package(Torch REQUIRED)
 if(NOT Torch_VERSION VERSION_EQUAL DETKIT_TORCH_VERSION AND Torch_VERSION)

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "detkit/utils/allocator.h"
+#include "detkit/utils/cuda_build.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/logging.h"
 #include "detkit/utils/stop_signal.h"
@@ -18,6 +19,14 @@ int main(int argc, char** argv) {
   detkit::setup_logging();
   CLI::App app{"detkit: train and run R-CNN detectors (Detectron2 configs, one native binary)"};
   app.require_subcommand(1);
+  // torch's version and the CUDA, cuDNN and NCCL it was built with, and the GPUs seen.
+  app.set_version_flag(
+      "--version",
+      [] {
+        return "detkit " DETKIT_VERSION "\n" + detkit::torch_build_report() + "\n" +
+               detkit::cuda_build_report();
+      },
+      "Print detkit's version, the torch build it runs on (CUDA, cuDNN, NCCL) and the GPUs seen");
   int num_threads = 0;
   app.add_option("--num-threads", num_threads,
                  "libtorch threads (default: $DETKIT_NUM_THREADS, else every core)");
@@ -45,6 +54,7 @@ int main(int argc, char** argv) {
   try {
     detkit::configure_threads(num_threads);
     spdlog::info("{}", detkit::torch_build_report());  // its BLAS, oneDNN and OpenMP team
+    spdlog::info("{}", detkit::cuda_build_report());   // CUDA, cuDNN, NCCL and the GPUs seen
     for (auto& run : commands) {
       int code = run();
       if (code >= 0) return code;

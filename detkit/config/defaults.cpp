@@ -2,6 +2,8 @@
 // unchanged, including keys of models detkit does not build (RetinaNet, keypoints, panoptic).
 #include "detkit/config/defaults.h"
 
+#include <atomic>
+
 namespace detkit::config {
 
 namespace {
@@ -27,13 +29,16 @@ V strings(std::initializer_list<const char*> xs) {
 V list(std::initializer_list<V> xs) { return V::list(std::vector<V>(xs)); }
 V empty_list() { return V::list({}); }
 
+std::atomic<DefaultDeviceProbe> default_device_probe{nullptr};
+
 void define_model(CfgNode& c) {
   c.define("MODEL.LOAD_PROPOSALS", false);
   c.define("MODEL.MASK_ON", false);
   c.define("MODEL.KEYPOINT_ON", false);
-  // Detectron2's default is "cuda". torch 2.11 from PyPI is a CUDA build on every machine, GPU or
-  // not, but detkit's ops have CPU kernels only so far: "cpu" until they have CUDA ones.
-  c.define("MODEL.DEVICE", "cpu");
+  // Detectron2's default is "cuda": here "cuda" where a GPU is visible and detkit has its CUDA
+  // kernels, else "cpu" (the probe's answer; build_model logs which).
+  const DefaultDeviceProbe probe = default_device_probe.load();
+  c.define("MODEL.DEVICE", probe ? probe() : std::string("cpu"));
   c.define("MODEL.META_ARCHITECTURE", "GeneralizedRCNN");
   c.define("MODEL.WEIGHTS", "");
   c.define("MODEL.PIXEL_MEAN", floats({103.530, 116.280, 123.675}));
@@ -284,6 +289,8 @@ CfgNode make_defaults() {
 }
 
 }  // namespace
+
+void set_default_device_probe(DefaultDeviceProbe probe) { default_device_probe.store(probe); }
 
 CfgNode get_cfg() {
   static const CfgNode defaults = make_defaults();

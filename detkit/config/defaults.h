@@ -14,4 +14,10 @@ CfgNode get_cfg();
 /// detkit writes has them; Detectron2 would refuse it until they are deleted).
 const std::vector<std::string>& detkit_only_keys();
 
+/// MODEL.DEVICE's default comes from a probe of the devices this process sees, which the
+/// modeling library installs when it loads ("cuda" where a GPU is visible, else "cpu"; the
+/// config library itself links no CUDA); "cpu" until one is installed.
+using DefaultDeviceProbe = std::string (*)();
+void set_default_device_probe(DefaultDeviceProbe probe);
+
 }  // namespace detkit::config

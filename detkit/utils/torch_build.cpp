@@ -25,12 +25,13 @@ std::string version_after(const std::string& text, const std::string& marker) {
   return at == std::string::npos ? "" : version_at(text, at + marker.size());
 }
 
+}  // namespace
+
 std::string build_option(const char* key) {
   const auto& options = caffe2::GetBuildOptions();
   const auto it = options.find(key);
   return it == options.end() ? "" : it->second;
 }
-}  // namespace
 
 std::string mkl_version_number(const std::string& text) {
   return version_after(text, "Math Kernel Library Version ");

@@ -18,6 +18,10 @@ struct TorchBuild {
 /// This process's libtorch.
 TorchBuild torch_build();
 
+/// One of libtorch's build options (caffe2::GetBuildOptions(): "TORCH_VERSION", "CUDA_VERSION",
+/// "USE_CUDA", ...); "" when it has none by that name.
+std::string build_option(const char* key);
+
 /// The version number in at::get_mkl_version()'s text ("Intel(R) oneAPI Math Kernel Library
 /// Version 2024.2-Product Build 20240605 for ..." gives "2024.2"); "" when there is none.
 std::string mkl_version_number(const std::string& text);

@@ -1,12 +1,13 @@
 #include "detkit/modeling/meta_arch/meta_arch.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/cuda.h>
 
 #include <atomic>
 
+#include "detkit/config/defaults.h"
 #include "detkit/config/unimplemented.h"
 #include "detkit/layers/conv2d.h"
+#include "detkit/utils/cuda_build.h"
 #include "detkit/utils/denormals.h"
 #include "detkit/utils/error.h"
 
@@ -51,12 +52,27 @@ Registry<MetaArchFactory>& meta_arch_registry() {
   return registry;
 }
 
+namespace {
+// What this process can run a model on, for MODEL.DEVICE's errors and the log.
+std::string supported_devices() {
+  const int gpus = visible_gpu_count();
+#if DETKIT_WITH_CUDA
+  return gpus > 0 ? "cpu, cuda (" + std::to_string(gpus) + (gpus == 1 ? " device)" : " devices)")
+                  : "cpu only (no CUDA device visible)";
+#else
+  return gpus > 0 ? "cpu only (detkit was built without its CUDA kernels)"
+                  : "cpu only (no CUDA device visible, and detkit was built without its CUDA "
+                    "kernels)";
+#endif
+}
+
+// MODEL.DEVICE's default follows the GPUs this process sees (config/defaults.h).
+[[maybe_unused]] const bool default_device_probe_installed =
+    (config::set_default_device_probe(&default_device), true);
+}  // namespace
+
 c10::Device model_device(const config::CfgNode& cfg) {
   const std::string name = cfg.get_string("MODEL.DEVICE");
-  const std::string supported =
-      torch::cuda::is_available()
-          ? "cpu, cuda (" + std::to_string(torch::cuda::device_count()) + " devices)"
-          : "cpu only (no CUDA device visible)";
   std::optional<c10::Device> device;
   try {
     device = c10::Device(name);
@@ -64,10 +80,9 @@ c10::Device model_device(const config::CfgNode& cfg) {
   }
   if (!device || !(device->is_cpu() || device->is_cuda()))
     throw Error("MODEL.DEVICE '" + name +
-                "' is not a device detkit runs on; this build: " + supported);
-  if (device->is_cuda() && (!torch::cuda::is_available() ||
-                            device->index() >= static_cast<int>(torch::cuda::device_count())))
-    throw Error("MODEL.DEVICE '" + name + "' is not available; this build: " + supported);
+                "' is not a device detkit runs on; this build: " + supported_devices());
+  if (device->is_cuda() && (default_device() != "cuda" || device->index() >= visible_gpu_count()))
+    throw Error("MODEL.DEVICE '" + name + "' is not available; this build: " + supported_devices());
   return *device;
 }
 
@@ -87,6 +102,10 @@ void apply_flush_denormal(bool on) {
 std::shared_ptr<MetaArch> build_model(const config::CfgNode& cfg) {
   config::check_implemented(cfg);
   const c10::Device device = model_device(cfg);
+  static std::atomic<bool> logged_device{false};  // said once per process
+  if (!logged_device.exchange(true))
+    spdlog::info("MODEL.DEVICE {}: {}", cfg.get_string("MODEL.DEVICE"),
+                 device.is_cuda() ? cuda_build_report() : "the CPU (" + supported_devices() + ")");
   const auto algorithm = layers::parse_conv_algorithm(cfg.get_string("CONV_ALGORITHM"));
   if (algorithm != layers::conv_algorithm() || !logged_conv_algorithm.exchange(true))
     spdlog::info("{}", layers::conv_algorithm_report(algorithm));
