@@ -40,9 +40,12 @@ function(detkit_add_test name)
   cmake_parse_arguments(ARG "TORCH" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(test_${name} ${ARG_SOURCES})
   target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest detkit_test_main)
+  # The source and shared folders are the configured ones unless $DETKIT_SOURCE_DIR or
+  # $DETKIT_SHARED_DIR name others at run time (scripts/gpu_check.sh runs test binaries built on
+  # another machine, with the fixtures in the checkout's shared/).
   target_compile_definitions(test_${name} PRIVATE
-    DETKIT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    DETKIT_SHARED_DIR="${DETKIT_SHARED_DIR}"
+    "DETKIT_SOURCE_DIR=(::getenv(\"DETKIT_SOURCE_DIR\") ? ::getenv(\"DETKIT_SOURCE_DIR\") : \"${PROJECT_SOURCE_DIR}\")"
+    "DETKIT_SHARED_DIR=(::getenv(\"DETKIT_SHARED_DIR\") ? ::getenv(\"DETKIT_SHARED_DIR\") : \"${DETKIT_SHARED_DIR}\")"
     DETKIT_ORACLE_PYTHON="${DETKIT_ORACLE_PYTHON}")
   if(ARG_TORCH)
     target_link_libraries(test_${name} PRIVATE torch)

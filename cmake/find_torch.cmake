@@ -46,4 +46,7 @@ if(NOT Torch_VERSION VERSION_EQUAL DETKIT_TORCH_VERSION AND Torch_VERSION)
                       "Python module ${DETKIT_TORCH_VERSION}")
 endif()
 get_filename_component(DETKIT_TORCH_LIBRARY_DIR "${TORCH_LIBRARY}" DIRECTORY)
+# The CUDA runtime torch loads (the wheel's nvidia-cuda-runtime package beside torch/): detkit's
+# CUDA kernels need libcudart by its soname, and must find torch's copy, not the toolkit's.
+get_filename_component(DETKIT_TORCH_CUDA_RUNTIME_DIR "${DETKIT_TORCH_LIBRARY_DIR}/../../nvidia/cu13/lib" ABSOLUTE)
 message(STATUS "detkit builds on torch ${DETKIT_TORCH_VERSION} of ${DETKIT_PYTHON} (${DETKIT_TORCH_LIBRARY_DIR})")

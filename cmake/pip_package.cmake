@@ -11,6 +11,6 @@ set(CMAKE_INSTALL_LIBDIR detkit/lib)
 set(CMAKE_INSTALL_BINDIR detkit/bin)
 set(CMAKE_INSTALL_INCLUDEDIR detkit/include)
 set(DETKIT_PYTHON_DESTINATION detkit)
-# bin/ and lib/ see lib/ and ../../torch/lib; _C.so (detkit/) sets its own (python/CMakeLists.txt).
-set(CMAKE_INSTALL_RPATH "$ORIGIN/../lib;$ORIGIN/../../torch/lib")
+# bin/ and lib/ see lib/, ../../torch/lib and torch's CUDA runtime (../../nvidia/cu13/lib); _C.so (detkit/) sets its own (python/CMakeLists.txt).
+set(CMAKE_INSTALL_RPATH "$ORIGIN/../lib;$ORIGIN/../../nvidia/cu13/lib;$ORIGIN/../../torch/lib")
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH OFF)

@@ -36,6 +36,7 @@ nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& 
                       {"num_workers", cfg.get_int("DATALOADER.NUM_WORKERS")},
                       {"iter_seconds", r.iter_seconds},
                       {"data_seconds", r.data_seconds}};
+  if (r.peak_gpu_mb > 0) j["peak_gpu_mb"] = r.peak_gpu_mb;  // compare_torchvision's GPU column
   if (r.task == "train") {
     j["train_gflops_per_iter"] = r.train_gflops_per_iter;
     j["achieved_gflops"] = r.achieved_gflops;
@@ -60,6 +61,7 @@ void print_table(const engine::BenchmarkResult& r, const config::CfgNode& cfg) {
       r.task, r.window.begin, r.window.end - 1, r.iterations, r.images_per_iter,
       at::get_num_threads(), cfg.get_int("DATALOADER.NUM_WORKERS"), r.images_per_second,
       r.seconds_per_iter, r.data_seconds_per_iter, r.peak_rss_mb);
+  if (r.peak_gpu_mb > 0) std::cout << fmt::format("  peak GPU (MiB)  {:10.1f}\n", r.peak_gpu_mb);
   if (r.task == "train")
     std::cout << fmt::format(
         "  GFLOP/iter      {:10.1f}  (conv + linear, forward x 3, 2 flops per multiply-add)\n"

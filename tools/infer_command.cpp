@@ -331,7 +331,8 @@ CommandRunner add_infer_command(CLI::App& app) {
     InferContext context{cfg, classes, draw_options, o->confidence, std::nullopt};
     for (const auto& path : o->inputs) {
       const cv::Mat bgr = data::read_image(path, "BGR");
-      const structures::ModelOutput outputs = predictor.outputs(bgr);
+      // Drawn and listed from the host, wherever MODEL.DEVICE computed them.
+      const structures::ModelOutput outputs = structures::on_host(predictor.outputs(bgr));
       const std::string stem = (fs::path(o->output) / fs::path(path).stem()).string();
       // As Detectron2's demo: the panoptic map first, else the semantic map, else the instances.
       if (outputs.panoptic_seg) {

@@ -14,6 +14,12 @@ weight decay 1e-4, lr 0.002), the same threads and loader workers. detkit runs
 torchvision_peer.py. Each measurement is a fresh process; the order of the two alternates every
 round, and the table shows the median over rounds. docs/BENCHMARKS.md lists the differences
 that remain between the two setups.
+
+--device cuda runs every side on the GPU (detkit MODEL.DEVICE cuda, the peers --device cuda:
+synchronised timing, peak GPU memory); --amp there is float16 autocast on both sides (detkit
+SOLVER.AMP.PRECISION float16; O2 with a static loss scale of 64 on both), and the table adds
+each side's peak GPU memory (torch.cuda.max_memory_allocated over the window, where the side
+reports it) and names the GPU.
 """
 import argparse
 import json
@@ -115,10 +121,16 @@ def detkit_command(args, task, model, iters, window):
         command += ["INPUT.MASK_FORMAT", "bitmask"]
     if args.amp and task != "data":
         command += ["SOLVER.AMP.ENABLED", "True", "SOLVER.AMP.OPT_LEVEL", args.amp]
+        if args.device == "cuda":  # the peer's float16 (Detectron2's AMPTrainer), its O2 scale
+            command += ["SOLVER.AMP.PRECISION", "float16"]
+            if args.amp == "O2":
+                command += ["SOLVER.AMP.LOSS_SCALE", "64"]
     if task == "train" and args.warmup_iters:
         command += ["SOLVER.WARMUP_ITERS", str(args.warmup_iters)]
     if task == "train" and model == "keypoint":
         command += KEYPOINT_TRAINING
+    if args.device == "cuda":  # the YAMLs say cpu
+        command += ["MODEL.DEVICE", "cuda"]
     return command
 
 
@@ -138,11 +150,13 @@ def peer_command(args, task, model, iters, window):
                "--workers", str(args.workers), "--min-size", str(args.min_size),
                "--max-size", str(args.max_size)]
     if args.amp and task != "data":
-        command += ["--amp"]
+        command += ["--amp"] + ([args.amp] if args.device == "cuda" else [])
     if task == "train" and args.warmup_iters:
         command += ["--warmup-iters", str(args.warmup_iters)]
     if task == "train" and model == "keypoint":
         command += ["--num-classes", "1", "--num-keypoints", "3"]
+    if args.device == "cuda":
+        command += ["--device", "cuda"]
     return command
 
 
@@ -154,9 +168,26 @@ def detectron2_command(args, task, model, iters, window):
             "--dataset-dir", os.path.join(args.work_dir, "shapes"), "--iters", str(iters),
             "--window", window, "--threads", str(args.threads), "--workers", str(args.workers),
             "--min-size", str(args.min_size), "--max-size", str(args.max_size)]
+    if args.device == "cuda":
+        peer += ["--device", "cuda"]
     quoted = " ".join(f"'{part}'" for part in peer)
     return ["bash", "-c", f"source '{args.detectron2_env}' && OMP_NUM_THREADS={args.threads} "
                           f"exec {quoted}"]
+
+
+def cuda_device_name(python):
+    """The name of GPU 0 as `python`'s torch sees it; exits with one line when there is none."""
+    probe = subprocess.run(
+        [python, "-c", "import torch; print(torch.cuda.get_device_name(0) "
+                       "if torch.cuda.is_available() else '')"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = probe.stdout.strip().splitlines()
+    if probe.returncode != 0:
+        error = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"--device cuda: no CUDA device visible ({python} failed: {error})")
+    if not lines or not lines[-1]:
+        sys.exit("--device cuda: no CUDA device visible")
+    return lines[-1]
 
 
 def save_raw(args, results):
@@ -185,7 +216,13 @@ def main():
     parser.add_argument("--amp", nargs="?", const="O1", choices=["O1", "O2"],
                         help="train and eval under bfloat16 autocast on both sides (detkit: "
                              "SOLVER.AMP.ENABLED True at this SOLVER.AMP.OPT_LEVEL, O1 when not "
-                             "given; torchvision: torch.autocast, fp32 weights)")
+                             "given; torchvision: torch.autocast, fp32 weights); with --device "
+                             "cuda float16 (detkit SOLVER.AMP.PRECISION float16; torchvision O1 "
+                             "with GradScaler, O2 float16 weights with fp32 masters; O2 with a "
+                             "static loss scale of 64 on both sides)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where every side runs (cuda: detkit MODEL.DEVICE cuda, the peers "
+                             "--device cuda; the table adds peak GPU memory)")
     parser.add_argument("--warmup-iters", type=int, default=0,
                         help="training on both sides: Detectron2's linear warm-up over these "
                              "iterations (what a long window from random weights needs)")
@@ -200,6 +237,7 @@ def main():
     args = parser.parse_args()
     width, height = (int(v) for v in args.image_size.split("x"))
     args.min_size, args.max_size = min(width, height), max(width, height)
+    args.gpu_name = cuda_device_name(args.python) if args.device == "cuda" else None
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="compare_torchvision_")
     if not os.access(args.detkit, os.X_OK):
         sys.exit(f"no detkit binary at {args.detkit}: build first (cmake --build build)")
@@ -247,14 +285,26 @@ def median(runs, key):
     return statistics.median(run[key] for run in runs)
 
 
+def gpu_mb(runs):
+    """Median peak GPU memory (MiB) of the runs, or n/a where a side does not report it."""
+    if not runs or any("peak_gpu_mb" not in run for run in runs):
+        return "n/a"
+    return f"{median(runs, 'peak_gpu_mb'):.0f}"
+
+
 def print_table(args, plan, results):
+    gpu = args.device == "cuda"
+    precision = "float16" if gpu else "bfloat16"
     print(f"{args.rounds} round(s), {args.threads} threads, {args.workers} loader workers, "
           f"2 images per training batch, {args.image_size} images (shorter side {args.min_size}, "
           f"longer <= {args.max_size})"
-          + (f", bfloat16 autocast on both sides (detkit {args.amp})" if args.amp else ""))
+          + (f", GPU {args.gpu_name}" if gpu else "")
+          + (f", {precision} autocast on both sides (detkit {args.amp})" if args.amp else ""))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
-              f"{'RSS MB d|tv':>12} {'tree RSS|PSS d/tv':>18}  per-round ratios")
+              f"{'RSS MB d|tv':>12} "
+              + (f"{'GPU MiB d|tv':>13} " if gpu else "")
+              + f"{'tree RSS|PSS d/tv':>18}  per-round ratios")
     print(header)
     for task, model in plan:
         d, t = results[(task, model, "detkit")], results[(task, model, "torchvision")]
@@ -268,7 +318,8 @@ def print_table(args, plan, results):
               f"{median(t, 'seconds_per_iter'):8.4f} "
               f"{median(d, 'data_seconds_per_iter'):7.4f}|{median(t, 'data_seconds_per_iter'):.4f} "
               f"{median(d, 'peak_rss_mb'):6.0f}|{median(t, 'peak_rss_mb'):.0f} "
-              f"{median(d, 'tree_peak_rss_mb') / median(t, 'tree_peak_rss_mb'):8.2f}|"
+              + (f"{gpu_mb(d):>6}|{gpu_mb(t):<6} " if gpu else "")
+              + f"{median(d, 'tree_peak_rss_mb') / median(t, 'tree_peak_rss_mb'):8.2f}|"
               f"{median(d, 'tree_peak_pss_mb') / median(t, 'tree_peak_pss_mb'):.2f}"
               f"  {rounds} ({met})")
         print(f"       {'':<7} process trees, peak MB: RSS (each process's peak, summed over the "
@@ -287,10 +338,14 @@ def print_table(args, plan, results):
               f"s/it {median(d, 'seconds_per_iter'):.4f} vs {median(d2, 'seconds_per_iter'):.4f}; "
               f"peak RSS MB (main process) {median(d, 'peak_rss_mb'):.0f} vs "
               f"{median(d2, 'peak_rss_mb'):.0f}, process tree {median(d, 'tree_peak_rss_mb'):.0f} vs "
-              f"{median(d2, 'tree_peak_rss_mb'):.0f} ({median(d, 'tree_peak_rss_mb') / median(d2, 'tree_peak_rss_mb'):.2f}x)")
+              f"{median(d2, 'tree_peak_rss_mb'):.0f} ({median(d, 'tree_peak_rss_mb') / median(d2, 'tree_peak_rss_mb'):.2f}x)"
+              + (f"; peak GPU MiB {gpu_mb(d)} vs {gpu_mb(d2)}" if gpu else ""))
     for model in args.models.split(","):
         runs = results.get(("train", model, "detkit"))
-        if runs:
+        if runs and gpu:  # detkit's GEMM peak is the CPU's: no share of it on the GPU
+            print(f"detkit train {model}: {median(runs, 'train_gflops_per_iter'):.1f} GFLOP/iter "
+                  f"(conv + linear), {median(runs, 'achieved_gflops'):.1f} GFLOPS on the GPU")
+        elif runs:
             print(f"detkit train {model}: {median(runs, 'train_gflops_per_iter'):.1f} GFLOP/iter "
                   f"(conv + linear), {median(runs, 'achieved_gflops'):.1f} GFLOPS = "
                   f"{100 * median(runs, 'gemm_peak_share'):.0f}% of the measured GEMM peak "

@@ -12,7 +12,9 @@ train: build_model + build_optimizer + build_detection_train_loader (DATALOADER.
 workers), the step SimpleTrainer runs (loss dict, sum, zero_grad, backward, step), the LR schedule
 of the config. eval: build_detection_test_loader, model(inputs) one image at a time. Prints one
 JSON object with the fields `detkit benchmark --json` prints: images_per_second, seconds_per_iter,
-data_seconds_per_iter (means over --window) and peak_rss_mb (this process).
+data_seconds_per_iter (means over --window) and peak_rss_mb (this process). --device cuda
+(cfg.MODEL.DEVICE): the clock read only after torch.cuda.synchronize(), and peak_gpu_mb in the
+JSON (torch.cuda.max_memory_allocated over the window's iterations, MiB).
 """
 import argparse
 import json
@@ -30,6 +32,24 @@ def window(args):
     return begin, end
 
 
+def sync(args):
+    """Waits for the GPU's queued work, so that the clock read next covers it."""
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+
+
+def gpu_window(args, i):
+    """At iteration i's end: the peak GPU memory is counted from the window's first iteration
+    (reset when i is the one before it) and read at its last."""
+    if args.device != "cuda":
+        return
+    begin, end = window(args)
+    if i == begin - 1:
+        torch.cuda.reset_peak_memory_stats()
+    if i == end - 1:
+        args.peak_gpu_mb = torch.cuda.max_memory_allocated() / 2**20
+
+
 def setup(args):
     from detectron2.config import get_cfg
     from detectron2.data.datasets import register_coco_instances
@@ -43,7 +63,7 @@ def setup(args):
     cfg.merge_from_list(["DATALOADER.NUM_WORKERS", args.workers,
                          "INPUT.MIN_SIZE_TRAIN", (args.min_size,), "INPUT.MAX_SIZE_TRAIN", args.max_size,
                          "INPUT.MIN_SIZE_TEST", args.min_size, "INPUT.MAX_SIZE_TEST", args.max_size,
-                         "SOLVER.MAX_ITER", args.iters + 1])
+                         "SOLVER.MAX_ITER", args.iters + 1, "MODEL.DEVICE", args.device])
     cfg.freeze()
     return cfg
 
@@ -58,6 +78,8 @@ def run_train(args, cfg, times, data_times):
     optimizer = build_optimizer(cfg, model)
     scheduler = build_lr_scheduler(cfg, optimizer)
     batches = iter(build_detection_train_loader(cfg))
+    gpu_window(args, -1)
+    sync(args)
     last = time.perf_counter()
     for i in range(args.iters):
         start = time.perf_counter()
@@ -72,9 +94,11 @@ def run_train(args, cfg, times, data_times):
         total.backward()
         optimizer.step()
         scheduler.step()
+        sync(args)
         now = time.perf_counter()
         times.append(now - last)
         data_times.append(fetched - start)
+        gpu_window(args, i)
         log(args, i, times)
         last = time.perf_counter()
 
@@ -87,6 +111,7 @@ def run_eval(args, cfg, times, data_times):
     model.eval()
     loader = build_detection_test_loader(cfg, "shapes_val")
     inputs = iter(loader)
+    gpu_window(args, -1)
     with torch.no_grad():
         for i in range(args.iters):
             start = time.perf_counter()
@@ -98,8 +123,10 @@ def run_eval(args, cfg, times, data_times):
                 data = next(inputs)
             fetched = time.perf_counter()
             model(data)
+            sync(args)
             times.append(time.perf_counter() - start)
             data_times.append(fetched - start)
+            gpu_window(args, i)
             log(args, i, times)
 
 
@@ -118,7 +145,12 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--min-size", type=int, required=True)
     parser.add_argument("--max-size", type=int, required=True)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cfg.MODEL.DEVICE; cuda: synchronised timing, peak_gpu_mb in the JSON")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: no CUDA device visible")
+    args.peak_gpu_mb = 0.0
     torch.set_num_threads(args.threads)
     cfg = setup(args)
     from detectron2.utils.events import EventStorage
@@ -129,12 +161,16 @@ def main():
     begin, end = window(args)
     seconds = sum(times[begin:end]) / (end - begin)
     images = cfg.SOLVER.IMS_PER_BATCH if args.task == "train" else 1
+    extra = {}
+    if args.device == "cuda":
+        extra = {"peak_gpu_mb": args.peak_gpu_mb, "gpu_name": torch.cuda.get_device_name(0)}
     print(json.dumps({
         "images_per_second": images / seconds,
         "seconds_per_iter": seconds,
         "data_seconds_per_iter": sum(data_times[begin:end]) / (end - begin),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "num_threads": torch.get_num_threads(),
+        **extra,
     }))
 
 

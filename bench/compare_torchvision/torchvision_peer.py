@@ -9,6 +9,14 @@ images_per_second, seconds_per_iter, data_seconds_per_iter (means over --window)
 peak_rss_mb (this process; compare_torchvision.py adds the peak of the whole process tree, the
 DataLoader workers included).
 
+--device cuda: the model on the GPU, each batch copied there (pinned memory, non_blocking) as
+part of the step (Detectron2's models copy their inputs in their forward), the clock read only
+after torch.cuda.synchronize(), and peak_gpu_mb in the JSON (torch.cuda.max_memory_allocated over
+the window's iterations, MiB). --amp there is float16 autocast: O1 with torch.amp.GradScaler
+in training (Detectron2's AMPTrainer); O2 trains float16 weights (normalisation layers' kept
+float32) through float32 master copies with a static loss scale of 64. On the CPU --amp is
+bfloat16 autocast with float32 weights, O1 or O2 alike.
+
 The loader does what torchvision's models need, in the DataLoader's worker processes: decode the
 JPEG (PIL), resize as Detectron2's ResizeShortestEdge (PIL bilinear; skipped at scale 1), scale
 the boxes, and rasterise each instance's polygons to a full-image mask (PIL ImageDraw) when the
@@ -112,9 +120,11 @@ def make_loader(args, split, train):
             dataset, replacement=True, num_samples=(args.iters + 1) * args.batch,
             generator=generator)
         return torch.utils.data.DataLoader(dataset, batch_size=args.batch, sampler=sampler,
-                                           num_workers=args.workers, collate_fn=collate)
+                                           num_workers=args.workers, collate_fn=collate,
+                                           pin_memory=cuda(args))
     return torch.utils.data.DataLoader(dataset, batch_size=1, shuffle=False,
-                                       num_workers=args.workers, collate_fn=collate)
+                                       num_workers=args.workers, collate_fn=collate,
+                                       pin_memory=cuda(args))
 
 
 def build_model(args):
@@ -154,26 +164,112 @@ def enable_cpu_autocast_rules():
 
 
 def autocast(args):
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp)
+    if args.device == "cuda":
+        return torch.autocast("cuda", dtype=torch.float16, enabled=bool(args.amp))
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(args.amp))
+
+
+def cuda(args):
+    return args.device == "cuda"
+
+
+def sync(args):
+    """Waits for the GPU's queued work, so that the clock read next covers it."""
+    if cuda(args):
+        torch.cuda.synchronize()
+
+
+def to_device(args, images, targets=None):
+    """A batch on the model's device (the CPU: as it is)."""
+    if not cuda(args):
+        return images, targets
+    images = [image.to("cuda", non_blocking=True) for image in images]
+    if targets is not None:
+        targets = [{k: v.to("cuda", non_blocking=True) for k, v in t.items()} for t in targets]
+    return images, targets
+
+
+def start_gpu_window(args):
+    if cuda(args):
+        torch.cuda.reset_peak_memory_stats()
+
+
+def end_gpu_window(args):
+    if cuda(args):
+        args.peak_gpu_mb = torch.cuda.max_memory_allocated() / 2**20
+
+
+NORM_LAYERS = (torch.nn.modules.batchnorm._NormBase, torch.nn.GroupNorm, torch.nn.LayerNorm,
+               torchvision.ops.FrozenBatchNorm2d)
+
+
+class MasterWeights:
+    """--amp O2 on cuda: the trained weights in float16 except those of normalisation layers,
+    float32 master copies of them in the optimizer, a static loss scale (a step whose gradients
+    hold an inf or NaN is skipped, the scale kept)."""
+
+    def __init__(self, model, scale=64.0, dtype=torch.float16):
+        for module in model.modules():
+            if not isinstance(module, NORM_LAYERS):
+                for p in module.parameters(recurse=False):
+                    p.data = p.data.to(dtype)
+        self.scale = scale
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.masters = [p if p.dtype == torch.float32 else
+                        p.detach().float().requires_grad_() for p in self.params]
+        self.low = [(p, m) for p, m in zip(self.params, self.masters) if m is not p]
+        self.skipped = 0
+
+    def backward_and_step(self, total, optimizer):
+        (total * self.scale).backward()
+        grads = []
+        for p, m in zip(self.params, self.masters):
+            if p.grad is None:
+                continue
+            if m is not p:
+                m.grad = p.grad.float()
+                p.grad = None
+            grads.append(m.grad)
+        found_inf = torch.zeros(1, device=grads[0].device)
+        inv_scale = torch.full((1,), 1.0 / self.scale, device=grads[0].device)
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+        if found_inf.item():
+            self.skipped += 1
+            return
+        optimizer.step()
+        with torch.no_grad():
+            torch._foreach_copy_([p for p, _ in self.low], [m for _, m in self.low])
 
 
 def run_train(args, times, data_times):
     model = build_model(args)
     model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
+    master = scaler = None
+    if cuda(args):
+        model.to("cuda")
+        if args.amp == "O2":
+            master = MasterWeights(model)
+        elif args.amp:
+            scaler = torch.amp.GradScaler("cuda")
+    params = master.masters if master else [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=args.lr, momentum=0.9, weight_decay=1e-4)
     batches = iter(make_loader(args, "train", train=True))
     begin, end = window(args)
     profiler = None
+    sync(args)
     last = time.perf_counter()
     for i in range(args.iters):
+        if i == begin:
+            start_gpu_window(args)
         if args.profile and i == begin:
             profiler = torch.autograd.profiler.profile()
             profiler.__enter__()
+            sync(args)
             last = time.perf_counter()
         start = time.perf_counter()
         images, targets = next(batches)
         fetched = time.perf_counter()
+        images, targets = to_device(args, images, targets)
         if i < args.warmup_iters:  # Detectron2's linear warm-up from 0.001 x the LR
             alpha = i / args.warmup_iters
             for group in optimizer.param_groups:
@@ -188,21 +284,35 @@ def run_train(args, times, data_times):
         if not math.isfinite(total.item()):
             sys.exit(f"loss became infinite or NaN at iteration {i}: {values}")
         optimizer.zero_grad()
-        total.backward()
-        optimizer.step()
+        if master:
+            master.backward_and_step(total, optimizer)
+        elif scaler:
+            scaler.scale(total).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            total.backward()
+            optimizer.step()
+        sync(args)
         now = time.perf_counter()
         times.append(now - last)
         data_times.append(fetched - start)
+        if i == end - 1:
+            end_gpu_window(args)
         log(args, i, times, data_times)
         if profiler and i == end - 1:
             stop_profile(profiler, args.profile)
             profiler = None
         last = time.perf_counter()
+    if master:
+        args.skipped_steps = master.skipped
 
 
 def run_eval(args, times, data_times):
     model = build_model(args)
     model.eval()
+    if cuda(args):
+        model.to("cuda")
     with torch.inference_mode():
         loader = make_loader(args, "val", train=False)
         images = iter(loader)
@@ -215,6 +325,8 @@ def run_eval(args, times, data_times):
             if profiler and i == end:
                 stop_profile(profiler, args.profile)
                 profiler = None
+            if i == begin:
+                start_gpu_window(args)
             start = time.perf_counter()
             try:
                 image, _ = next(images)
@@ -223,10 +335,14 @@ def run_eval(args, times, data_times):
                 start = time.perf_counter()
                 image, _ = next(images)
             fetched = time.perf_counter()
+            image, _ = to_device(args, image)
             with autocast(args):
                 model(list(image))
+            sync(args)
             times.append(time.perf_counter() - start)
             data_times.append(fetched - start)
+            if i == end - 1:
+                end_gpu_window(args)
             log(args, i, times, data_times)
         if profiler:
             stop_profile(profiler, args.profile)
@@ -234,6 +350,7 @@ def run_eval(args, times, data_times):
 
 def run_data(args, times, data_times):
     batches = iter(make_loader(args, "train", train=True))
+    start_gpu_window(args)  # no GPU work: the loader's pinned batches are host memory
     for i in range(args.iters):
         start = time.perf_counter()
         next(batches)
@@ -276,19 +393,32 @@ def main():
                         help="train: Detectron2's linear warm-up (factor 0.001) over these iterations")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", help="train, eval: write a Chrome trace of the window's iterations")
-    parser.add_argument("--amp", action="store_true",
-                        help="train, eval: forward and losses under torch.autocast('cpu', bfloat16)")
+    parser.add_argument("--amp", nargs="?", const="O1", choices=["O1", "O2"],
+                        help="train, eval: forward and losses under autocast: on the CPU "
+                             "torch.autocast('cpu', bfloat16), fp32 weights (O1 and O2 alike); on "
+                             "cuda float16, O1 with GradScaler, O2 (training) float16 weights with "
+                             "fp32 masters and a static loss scale of 64 (O1 when not given)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: the model and the batches on the GPU, synchronised timing, "
+                             "peak_gpu_mb in the JSON")
     args = parser.parse_args()
-    rules = enable_cpu_autocast_rules() if args.amp else None  # noqa: F841 (kept alive)
+    if cuda(args) and not torch.cuda.is_available():
+        sys.exit("--device cuda: no CUDA device visible")
+    rules = enable_cpu_autocast_rules() if args.amp and not cuda(args) else None  # noqa: F841
     begin, end = window(args)
     if not 0 <= begin < end <= args.iters:
         sys.exit(f"--window {args.window} must satisfy 0 <= A < B <= --iters {args.iters}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     times, data_times = [], []
+    args.peak_gpu_mb, args.skipped_steps = 0.0, 0
     {"train": run_train, "eval": run_eval, "data": run_data}[args.task](args, times, data_times)
     per_iter = sum(times[begin:end]) / (end - begin)
     images_per_iter = args.batch if args.task != "eval" else 1
+    extra = {}
+    if cuda(args):
+        extra = {"peak_gpu_mb": args.peak_gpu_mb, "gpu_name": torch.cuda.get_device_name(0),
+                 "amp_opt_level": args.amp, "skipped_steps": args.skipped_steps}
     print(json.dumps({
         "task": args.task,
         "iterations": args.iters,
@@ -300,7 +430,9 @@ def main():
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "num_threads": torch.get_num_threads(),
         "num_workers": args.workers,
-        "amp": args.amp,
+        "amp": bool(args.amp),
+        "device": args.device,
+        **extra,
         "iter_seconds": times,
         "data_seconds": data_times,
     }))

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "detkit/utils/cuda_build.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::distributed {
@@ -137,11 +138,14 @@ bool init_from_environment(std::chrono::milliseconds timeout) {
   if (!job) return false;
   job->rendezvous.timeout = timeout;
   install(std::make_shared<GlooCommunicator>(job->topology, job->rendezvous));
-  spdlog::info("Joined the job of {} started by {}: rank {} of {} (local rank {} of {}), "
-               "master {}:{}, backend gloo",
-               job->topology.world_size, job->launcher, job->topology.rank,
-               job->topology.world_size, job->topology.local_rank, job->topology.local_world_size,
-               job->rendezvous.master_addr, job->rendezvous.master_port);
+  const int gpu = use_gpu_of_local_rank(job->topology.local_rank);
+  spdlog::info(
+      "Joined the job of {} started by {}: rank {} of {} (local rank {} of {}), "
+      "master {}:{}, backend gloo{}",
+      job->topology.world_size, job->launcher, job->topology.rank, job->topology.world_size,
+      job->topology.local_rank, job->topology.local_world_size, job->rendezvous.master_addr,
+      job->rendezvous.master_port,
+      gpu < 0 ? "" : ", GPU " + std::to_string(gpu) + " (MODEL.DEVICE cuda)");
   return true;
 }
 

@@ -38,7 +38,7 @@ std::vector<at::Tensor> AMPTrainer::trained_parameters() const {
 structures::LossDict AMPTrainer::forward(const std::vector<structures::ModelInput>& batch) {
   structures::LossDict losses;
   {
-    const AutocastGuard autocast(true, precision_);
+    const AutocastGuard autocast(true, precision_, model().device().type());
     losses = Trainer::forward(batch);
   }
   // Summed, logged and checked in fp32 whatever precision a term was computed in.

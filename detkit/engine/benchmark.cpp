@@ -20,6 +20,7 @@
 #include "detkit/solver/build.h"
 #include "detkit/utils/autocast.h"
 #include "detkit/utils/error.h"
+#include "detkit/utils/gpu.h"
 
 namespace detkit::engine {
 
@@ -51,6 +52,7 @@ BenchmarkResult summarize(BenchmarkResult r) {
   r.comm_wait_seconds_per_iter = mean(r.comm_wait_seconds);
   r.images_per_second = r.seconds_per_iter > 0 ? r.images_per_iter / r.seconds_per_iter : 0;
   r.peak_rss_mb = peak_rss_mb();
+  r.peak_gpu_mb = peak_gpu_memory_mb();
   return r;
 }
 
@@ -113,6 +115,7 @@ class StepTimer : public HookBase {
     last_ = Clock::now();
   }
   void after_step(Trainer& trainer) override {
+    synchronize_gpu();  // a GPU's step is done when its queued work is, not when it was launched
     auto now = Clock::now();
     result_.iter_seconds.push_back(seconds(now - last_));
     result_.data_seconds.push_back(trainer.storage().latest("data_time").first);
@@ -225,7 +228,8 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
   model->eval();
   at::InferenceMode inference_mode;
   const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
-  const AutocastGuard autocast(amp.enabled, amp.precision);  // as evaluation in training runs
+  // As evaluation in training runs.
+  const AutocastGuard autocast(amp.enabled, amp.precision, amp.device);
   auto loader = data::build_detection_test_loader(cfg, names.front());
   if (loader->size() == 0) throw Error("DATASETS.TEST '" + names.front() + "' has no images");
   WindowProfiler profiler(profile_file, window);
@@ -240,6 +244,7 @@ BenchmarkResult benchmark_eval(const config::CfgNode& cfg, int64_t iterations,
     }
     auto fetched = Clock::now();
     model->inference({sample->input});
+    synchronize_gpu();
     auto done = Clock::now();
     result.iter_seconds.push_back(seconds(done - start));
     result.data_seconds.push_back(seconds(fetched - start));

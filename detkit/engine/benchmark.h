@@ -39,6 +39,7 @@ struct BenchmarkResult {
   double seconds_per_iter = 0;       // mean over the window
   double data_seconds_per_iter = 0;  // mean time waiting for the loader, over the window
   double peak_rss_mb = 0;
+  double peak_gpu_mb = 0;            // on a GPU: its tensors' peak over the run (0 on the CPU)
   std::vector<double> iter_seconds;  // every iteration, warm-up included
   std::vector<double> data_seconds;
   // train only, every iteration: the lr the step applied (largest parameter group) and the

@@ -158,7 +158,7 @@ std::map<std::string, evaluation::CocoEvalReport> evaluate_dataset(const config:
   auto evaluator = build_evaluator(cfg, name, loader->dataset(), output_dir);
   spdlog::info("Evaluating {}", name);
   const solver::AmpOptions amp = solver::amp_options_from_config(cfg);
-  const AutocastGuard autocast(amp.enabled, amp.precision);
+  const AutocastGuard autocast(amp.enabled, amp.precision, amp.device);
   return evaluation::inference_on_dataset(model, *loader, *evaluator);
 }
 

@@ -185,7 +185,7 @@ void update_bn_stats(modeling::MetaArch& model, const BatchSource& batches, int6
       model,
       [&](int64_t) {
         const std::vector<structures::ModelInput> batch = batches();
-        const AutocastGuard autocast(amp.enabled, amp.precision);
+        const AutocastGuard autocast(amp.enabled, amp.precision, amp.device);
         model.losses(batch);
       },
       num_iter);

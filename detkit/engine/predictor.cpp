@@ -42,13 +42,13 @@ structures::ModelInput DefaultPredictor::preprocess(const cv::Mat& bgr) const {
 
 structures::Instances DefaultPredictor::operator()(const cv::Mat& bgr) {
   at::InferenceMode inference_mode;
-  const AutocastGuard autocast(amp_.enabled, amp_.precision);
+  const AutocastGuard autocast(amp_.enabled, amp_.precision, amp_.device);
   return model_->inference({preprocess(bgr)}).at(0);
 }
 
 structures::ModelOutput DefaultPredictor::outputs(const cv::Mat& bgr) {
   at::InferenceMode inference_mode;
-  const AutocastGuard autocast(amp_.enabled, amp_.precision);
+  const AutocastGuard autocast(amp_.enabled, amp_.precision, amp_.device);
   return model_->outputs({preprocess(bgr)}).at(0);
 }
 

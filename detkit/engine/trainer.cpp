@@ -17,6 +17,7 @@
 #include "detkit/solver/param_groups.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/event_scalars.h"
+#include "detkit/utils/gpu.h"
 
 namespace detkit::engine {
 
@@ -45,6 +46,9 @@ double reported_lr(const solver::Optimizer& opt) {
 }
 
 namespace {
+// libtorch's allocator explains an out-of-memory error over several lines: the first says it.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 Error stopped_at(int64_t iter, const std::string& what) {
   return Error("iteration " + std::to_string(iter) + ": " + what +
                " (training stopped; the last checkpoint is intact)");
@@ -80,6 +84,9 @@ void Trainer::train(int64_t start_iter, int64_t max_iter) {
     for (auto& h : hooks_) h->before_step(*this);
     try {
       run_step();
+    } catch (const c10::OutOfMemoryError& e) {  // the device's memory, and what the batch asked
+      throw stopped_at(iter_, "out of memory on " + batch_shapes() + " (" + gpu_memory_report() +
+                                  "): " + first_line(e.what_without_backtrace()) + step_context());
     } catch (const c10::Error& e) {  // a TORCH_CHECK: its message without libtorch's backtrace
       throw stopped_at(iter_, e.what_without_backtrace() + step_context() +
                                   divergence_report(e.what_without_backtrace()));
@@ -100,6 +107,17 @@ std::string Trainer::step_context() const {
     if (!f.empty()) files += (files.empty() ? "" : ", ") + f;
   return fmt::format("; lr {:.6g}", reported_lr(optimizer_)) +
          (files.empty() ? "" : "; this rank's images: " + files);
+}
+
+std::string Trainer::batch_shapes() const {
+  if (batch_.empty()) return "a batch not yet read";
+  std::string shapes;
+  for (const auto& input : batch_) {
+    shapes += shapes.empty() ? "" : ", ";
+    for (int64_t d = 0; d < input.image.dim(); ++d)
+      shapes += (d ? "x" : "") + std::to_string(input.image.size(d));
+  }
+  return "the batch of " + std::to_string(batch_.size()) + " image(s) " + shapes;
 }
 
 std::string Trainer::divergence_report(const std::string& error) {

@@ -127,6 +127,8 @@ class Trainer {
   std::vector<structures::ModelInput> batch_;  // the batch of the step running, for the report
   /// "; lr 0.02; this rank's images: a.jpg, b.jpg": what an error inside a step adds.
   std::string step_context() const;
+  /// "the batch of 2 image(s) 3x800x1216, 3x800x1333": what an out-of-memory error adds.
+  std::string batch_shapes() const;
   /// What an error about non-finite values adds: "; anomaly pass: ..." (anomaly_pass.h), from
   /// the step's forward run again on its batch; nothing for other errors.
   std::string divergence_report(const std::string& error);

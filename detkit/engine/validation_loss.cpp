@@ -63,7 +63,7 @@ std::map<std::string, double> ValidationLossHook::validation_losses(
       const auto batch = loader->next_batch();
       structures::LossDict losses;
       {
-        const AutocastGuard autocast(amp.enabled, amp.precision);
+        const AutocastGuard autocast(amp.enabled, amp.precision, amp.device);
         losses = model.losses(batch);
       }
       double total = 0;

@@ -24,7 +24,9 @@ COCOEvaluator::COCOEvaluator(std::shared_ptr<const data::CocoDataset> dataset,
       kpt_oks_sigmas_(kpt_oks_sigmas.empty() ? coco_person_keypoint_sigmas()
                                              : std::move(kpt_oks_sigmas)) {}
 
-void COCOEvaluator::process(int64_t image_id, const structures::Instances& predictions) {
+void COCOEvaluator::process(int64_t image_id, const structures::Instances& on_device) {
+  // Read on the host: a model on a GPU hands its predictions over where it computed them.
+  const structures::Instances predictions = on_device.to(c10::kCPU);
   if (predictions.has("proposal_boxes")) {
     proposals_.push_back({image_id,
                           predictions.boxes("proposal_boxes").tensor().to(at::kFloat).contiguous(),

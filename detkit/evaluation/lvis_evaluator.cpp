@@ -26,7 +26,9 @@ LVISEvaluator::LVISEvaluator(std::string json_file, std::vector<IouType> tasks,
     if (t == IouType::Keypoints) throw Error("LVISEvaluator: LVIS has no keypoints task");
 }
 
-void LVISEvaluator::process(int64_t image_id, const structures::Instances& predictions) {
+void LVISEvaluator::process(int64_t image_id, const structures::Instances& on_device) {
+  // Read on the host: a model on a GPU hands its predictions over where it computed them.
+  const structures::Instances predictions = on_device.to(c10::kCPU);
   ++num_images_;
   const int64_t n = predictions.size();
   if (n == 0) return;

@@ -23,11 +23,16 @@ SampledIndices subsample_labels(const at::Tensor& labels, int64_t num_samples,
       std::min(positive.numel(), static_cast<int64_t>(num_samples * positive_fraction));
   const int64_t num_neg = std::min(negative.numel(), num_samples - num_pos);
 
-  const at::TensorOptions index_options = labels.options().dtype(at::kLong);
-  const at::Tensor perm_pos =
-      at::randperm(positive.numel(), generator, index_options).slice(0, 0, num_pos);
-  const at::Tensor perm_neg =
-      at::randperm(negative.numel(), generator, index_options).slice(0, 0, num_neg);
+  // The permutations are drawn on the host, from `generator` (the per-image ones are CPU
+  // generators) or the default CPU generator, so that labels on a GPU sample what they would on
+  // the CPU; only the chosen indices move to the labels' device.
+  const at::TensorOptions index_options = at::TensorOptions().dtype(at::kLong);
+  const at::Tensor perm_pos = at::randperm(positive.numel(), generator, index_options)
+                                  .slice(0, 0, num_pos)
+                                  .to(labels.device());
+  const at::Tensor perm_neg = at::randperm(negative.numel(), generator, index_options)
+                                  .slice(0, 0, num_neg)
+                                  .to(labels.device());
   return {positive.index_select(0, perm_pos), negative.index_select(0, perm_neg)};
 }
 

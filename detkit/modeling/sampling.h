@@ -21,8 +21,9 @@ struct SampledIndices {
 /// labels: (N) integer, -1 = ignore, bg_label = negative, anything else = positive.
 /// Chooses P = min(#positives, int(num_samples * positive_fraction)) positives and
 /// Q = min(#negatives, num_samples - P) negatives uniformly at random (torch.randperm on
-/// `generator`, or on the default generator when none is given), so a short supply of
-/// positives is made up with negatives.
+/// `generator`, or on the default CPU generator when none is given; on the host whatever the
+/// labels' device, the indices returned on it), so a short supply of positives is made up with
+/// negatives.
 SampledIndices subsample_labels(const at::Tensor& labels, int64_t num_samples,
                                 double positive_fraction, int64_t bg_label,
                                 c10::optional<at::Generator> generator = c10::nullopt);

@@ -78,6 +78,7 @@ AmpOptions amp_options_from_config(const config::CfgNode& cfg) {
   else if (level != "O1")
     throw Error("SOLVER.AMP.OPT_LEVEL must be 'O1' or 'O2', got '" + level + "'");
   o.loss_scale = parse_loss_scale(cfg.get_string("SOLVER.AMP.LOSS_SCALE"));
+  if (cfg.get_string("MODEL.DEVICE").rfind("cuda", 0) == 0) o.device = c10::DeviceType::CUDA;
   if (o.enabled && o.precision == c10::kBFloat16 &&
       cfg.get_string("MODEL.DEVICE").rfind("cpu", 0) == 0) {
     static std::once_flag said;

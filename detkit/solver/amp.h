@@ -3,6 +3,7 @@
 // OPT_LEVEL and LOSS_SCALE): the forward pass and the losses under autocast in `precision`, the
 // loss scaled by a GradScaler, and either fp32 weights (O1: Detectron2's AMPTrainer) or weights in
 // `precision` updated through fp32 master copies (O2: the seed port's; solver/master_weights.h).
+#include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
 #include <optional>
@@ -21,6 +22,7 @@ struct AmpOptions {
   OptLevel opt_level = OptLevel::O1;
   c10::ScalarType precision = c10::kBFloat16;
   GradScalerOptions loss_scale;  // dynamic, or static at init_scale
+  c10::DeviceType device = c10::DeviceType::CPU;  // MODEL.DEVICE's type: whose autocast runs
 };
 
 /// Reads SOLVER.AMP.*, checking every key whether or not ENABLED is set:

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "detkit/utils/error.h"
 
@@ -62,15 +63,27 @@ bool GradScaler::unscale_(const std::vector<at::Tensor>& params) const {
   const float inv = static_cast<float>(1.0 / static_cast<double>(scale_));
   bool found = false;
   at::NoGradGuard no_grad;
+  std::vector<at::Tensor> on_gpu;  // unscaled together below
   for (const at::Tensor& p : params) {
     const at::Tensor& g = p.grad();
     if (!g.defined()) continue;
     if (g.scalar_type() == at::kFloat && g.is_contiguous() && g.device().is_cpu()) {
       found |= unscale_floats(g.data_ptr<float>(), g.numel(), inv);
+    } else if (g.is_cuda() && (g.scalar_type() == at::kFloat || g.scalar_type() == at::kHalf ||
+                               g.scalar_type() == at::kBFloat16)) {
+      on_gpu.push_back(g);
     } else {  // other dtypes and layouts: the same, in two ATen passes
       g.mul_(inv);
       found |= !at::isfinite(g).all().item<bool>();
     }
+  }
+  if (!on_gpu.empty()) {
+    // PyTorch's GradScaler kernel on the GPU: every gradient unscaled and checked in one fused
+    // launch per device and dtype group, then one synchronisation for the flag (as Detectron2's).
+    const at::TensorOptions options = on_gpu[0].options().dtype(at::kFloat);
+    at::Tensor found_inf = at::zeros({1}, options);
+    at::_amp_foreach_non_finite_check_and_unscale_(on_gpu, found_inf, at::full({1}, inv, options));
+    found |= found_inf.item<float>() != 0;
   }
   return found;
 }

@@ -120,4 +120,22 @@ Instances Instances::cat(const std::vector<Instances>& parts) {
   return out;
 }
 
+Instances Instances::to(const c10::Device& device) const {
+  Instances out(image_height_, image_width_);
+  for (const auto& [name, field] : fields_) {
+    out.set(name, std::visit(
+                      [&](const auto& v) -> Field {
+                        using T = std::decay_t<decltype(v)>;
+                        if constexpr (std::is_same_v<T, at::Tensor>)
+                          return v.to(device);
+                        else if constexpr (std::is_same_v<T, PolygonMasks>)
+                          return v;
+                        else
+                          return T(v.tensor().to(device));
+                      },
+                      field));
+  }
+  return out;
+}
+
 }  // namespace detkit::structures

@@ -43,6 +43,9 @@ class Instances {
 
   /// Concatenates instances of the same image size and the same field names.
   static Instances cat(const std::vector<Instances>& parts);
+  /// Every tensor, Boxes and BitMasks field on `device` (Detectron2's Instances.to); polygons
+  /// stay on the host, where they are rasterised.
+  Instances to(const c10::Device& device) const;
 
  private:
   int64_t image_height_, image_width_;

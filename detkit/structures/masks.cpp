@@ -30,7 +30,8 @@ std::vector<int64_t> to_index_list(const at::Tensor& indices, int64_t size) {
                 " instances must have length ", size, ", got ", idx.sizes());
     idx = idx.nonzero().reshape({-1});
   }
-  idx = idx.reshape({-1}).to(at::kLong).contiguous();
+  // Polygons live on the host: an index from the device is read there (a sync, as Detectron2's).
+  idx = idx.reshape({-1}).to(at::kCPU, at::kLong).contiguous();
   std::vector<int64_t> out(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + idx.numel());
   for (auto& i : out) {
     TORCH_CHECK(i >= -size && i < size, "index ", i, " is out of range for ", size, " instances");
@@ -101,7 +102,8 @@ BitMasks PolygonMasks::to_bitmasks(int64_t height, int64_t width) const {
 at::Tensor PolygonMasks::crop_and_resize(const at::Tensor& boxes, int64_t mask_size) const {
   TORCH_CHECK(boxes.dim() == 2 && boxes.size(0) == size() && boxes.size(1) == 4,
               "crop_and_resize needs (", size(), ", 4) boxes, got ", boxes.sizes());
-  at::Tensor b = boxes.detach().to(at::kFloat).contiguous();
+  // Rasterised on the host, as Detectron2's (boxes read there, the masks moved to their device).
+  at::Tensor b = boxes.detach().to(at::kCPU, at::kFloat).contiguous();
   auto acc = b.accessor<float, 2>();
   std::vector<at::Tensor> masks;
   for (int64_t i = 0; i < size(); ++i) {
@@ -118,8 +120,8 @@ at::Tensor PolygonMasks::crop_and_resize(const at::Tensor& boxes, int64_t mask_s
       }
     masks.push_back(polygons_to_bitmask(local, mask_size, mask_size));
   }
-  if (masks.empty()) return at::zeros({0, mask_size, mask_size}, at::kBool);
-  return at::stack(masks);
+  if (masks.empty()) return at::zeros({0, mask_size, mask_size}, boxes.options().dtype(at::kBool));
+  return at::stack(masks).to(boxes.device());
 }
 
 PolygonMasks PolygonMasks::cat(const std::vector<PolygonMasks>& masks) {
@@ -156,7 +158,7 @@ at::Tensor BitMasks::nonempty() const {
 }
 
 Boxes BitMasks::get_bounding_boxes() const {
-  at::Tensor boxes = at::zeros({size(), 4}, at::kFloat);
+  at::Tensor boxes = at::zeros({size(), 4}, tensor_.options().dtype(at::kFloat));
   at::Tensor x_any = tensor_.any(1), y_any = tensor_.any(2);  // (N, W), (N, H)
   for (int64_t i = 0; i < size(); ++i) {
     at::Tensor xs = x_any[i].nonzero(), ys = y_any[i].nonzero();

@@ -66,6 +66,15 @@ struct ModelOutput {
   std::optional<PanopticOutput> panoptic_seg;
 };
 
+/// `output` with every tensor on the host (a model on a GPU gives them where it computed them;
+/// evaluators, listings and drawings read them on the host). No copy for a CPU model's.
+inline ModelOutput on_host(ModelOutput output) {
+  if (output.instances) output.instances = output.instances->to(c10::kCPU);
+  if (output.sem_seg) output.sem_seg = output.sem_seg->cpu();
+  if (output.panoptic_seg) output.panoptic_seg->ids = output.panoptic_seg->ids.cpu();
+  return output;
+}
+
 /// Training losses by Detectron2's names ("loss_rpn_cls", "loss_cls", ...); the trainer sums them.
 using LossDict = std::map<std::string, at::Tensor>;
 

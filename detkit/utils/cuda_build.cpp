@@ -5,6 +5,7 @@
 
 #if DETKIT_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/cuda/nccl.h>
 #endif
 
@@ -27,6 +28,16 @@ std::string default_device() {
 #else
   return "cpu";
 #endif
+}
+
+int use_gpu_of_local_rank(int local_rank) {
+  const int gpus = visible_gpu_count();
+  if (default_device() != "cuda" || gpus == 0 || local_rank < 0) return -1;
+  const int index = local_rank % gpus;
+#if DETKIT_WITH_CUDA
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#endif
+  return index;
 }
 
 CudaBuild cuda_build() {

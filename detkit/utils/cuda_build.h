@@ -41,6 +41,11 @@ int visible_gpu_count();
 /// of MODEL.DEVICE (Detectron2's is "cuda").
 std::string default_device();
 
+/// One process per GPU, as Detectron2's launch: makes GPU local_rank % (GPUs visible) the
+/// process's current CUDA device, where MODEL.DEVICE "cuda" then places the model. Returns that
+/// index, or -1 (nothing changed) where no GPU is visible or detkit has no CUDA kernels.
+int use_gpu_of_local_rank(int local_rank);
+
 /// NCCL's version number packed as torch::cuda::nccl::version() packs it (major << 32 |
 /// minor << 16 | patch), as "major.minor.patch".
 std::string nccl_version_text(uint64_t packed);

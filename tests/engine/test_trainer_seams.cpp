@@ -256,6 +256,56 @@ TEST(TrainerSeams, AnOpErrorInsideAStepNamesTheIteration) {
   }
 }
 
+// ToyDetector whose step runs out of memory, as libtorch's caching allocator reports it (a
+// c10::OutOfMemoryError over several lines), on a batch holding an image 999 pixels high.
+class OutOfMemoryDetector : public ToyDetector {
+ public:
+  structures::LossDict losses(const std::vector<structures::ModelInput>& batch) override {
+    for (const auto& input : batch)
+      TORCH_CHECK_WITH(OutOfMemoryError, input.image.size(1) != 999,
+                       "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                       "capacity of 79.19 GiB\nIf reserved but unallocated memory is large ...");
+    return ToyDetector::losses(batch);
+  }
+};
+
+DETKIT_REGISTER_META_ARCH(OutOfMemoryDetector, [](const config::CfgNode&) {
+  return std::make_shared<OutOfMemoryDetector>();
+});
+
+TEST(TrainerSeams, OutOfMemoryNamesTheIterationTheBatchAndTheDevice) {
+  config::CfgNode cfg = toy_config();
+  cfg.merge_from_list({"MODEL.META_ARCHITECTURE", "OutOfMemoryDetector"});
+  auto model = modeling::build_model(cfg);
+  auto optimizer = solver::build_optimizer(cfg, *model);
+  int64_t calls = 0;
+  Trainer trainer(
+      model, *optimizer,
+      [&calls] {
+        auto big = toy_input(1);
+        if (calls++ == 1) big.image = at::rand({3, 999, 8});  // iteration 1
+        return std::vector{toy_input(2), big};
+      },
+      1);
+  try {
+    trainer.train(0, 4);
+    ADD_FAILURE() << "the out-of-memory error was lost";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    std::cout << "[ trainer ] " << message << "\n";
+    EXPECT_EQ(
+        message.rfind("iteration 1: out of memory on the batch of 2 image(s) 3x8x8, 3x999x8 (", 0),
+        0u)
+        << message;
+    EXPECT_NE(message.find("CUDA out of memory. Tried to allocate 2.00 GiB"), std::string::npos);
+    EXPECT_EQ(message.find("If reserved"), std::string::npos) << message;  // its first line only
+    EXPECT_NE(message.find("the last checkpoint is intact"), std::string::npos) << message;
+    EXPECT_NE(message.find(torch::cuda::is_available() ? "GPU " : "no GPU visible"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(TrainerSeams, CudaInACpuBuildIsAnErrorNamingTheKey) {
   for (const char* device : {"cuda", "cuda:3", "tpu", "gpu"}) {
     config::CfgNode cfg = toy_config();

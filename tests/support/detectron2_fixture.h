@@ -3,6 +3,7 @@
 // outputs, loaded once per test binary.
 #include <ATen/ATen.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -20,9 +21,13 @@ struct Detectron2Fixture {
   std::string dir = std::string(DETKIT_SHARED_DIR) + "/fixtures/detectron2/";
   bool present() const { return std::filesystem::exists(dir + "weights.pth"); }
 
+  /// The fixture's config; MODEL.DEVICE from $DETKIT_TEST_DEVICE where set (scripts/gpu_check.sh
+  /// runs the parity tests with "cuda": the model on the GPU, compared with the CPU fixtures).
   config::CfgNode config() const {
     config::CfgNode cfg = config::get_cfg();
     cfg.merge_from_file(dir + "config.yaml");
+    if (const char* device = std::getenv("DETKIT_TEST_DEVICE"); device && *device)
+      cfg.merge_from_list({"MODEL.DEVICE", device});
     return cfg;
   }
   const checkpoint::TensorDict& weights() {

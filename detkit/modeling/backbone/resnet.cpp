@@ -158,8 +158,8 @@ FeatureMap ResNet::forward(const at::Tensor& images) {
 
 bool ResNet::channels_last_maps(const at::Tensor& images) const {
   return layers::conv_algorithm() == layers::ConvAlgorithm::kAuto && !is_training() &&
-         options_.norm() != "GN" && images.scalar_type() == at::kFloat &&
-         !at::autocast::is_autocast_enabled(at::kCPU);
+         images.device().is_cpu() && options_.norm() != "GN" &&
+         images.scalar_type() == at::kFloat && !at::autocast::is_autocast_enabled(at::kCPU);
 }
 
 layers::ShapeSpecs ResNet::output_shape() const {

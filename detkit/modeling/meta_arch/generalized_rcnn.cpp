@@ -75,10 +75,11 @@ LossDict GeneralizedRCNN::losses(const std::vector<ModelInput>& batch) {
 LossDict GeneralizedRCNN::detector_losses(const std::vector<ModelInput>& batch,
                                           const structures::ImageList& images,
                                           const FeatureMap& features) {
+  // The loader's targets are on the host; the model matches them on the images' device.
   std::vector<Instances> targets;
   for (const auto& input : batch) {
     if (!input.instances) throw Error("GeneralizedRCNN: a training input has no instances");
-    targets.push_back(*input.instances);
+    targets.push_back(input.instances->to(images.tensor().device()));
   }
   ProposalOutput proposals = proposals_of(batch, images, features, &targets);
   if (training_visualization_requested() && !proposals.proposals.empty()) {

@@ -33,10 +33,12 @@ void ProposalNetwork::to(torch::Device device, bool non_blocking) {
 
 LossDict ProposalNetwork::losses(const std::vector<ModelInput>& batch) {
   TORCH_CHECK(is_training(), "ProposalNetwork::losses needs training mode (model->train())");
+  // The loader's targets are on the host; the model matches them where preprocess_image puts
+  // the images (the pixel mean's device).
   std::vector<Instances> targets;
   for (const auto& input : batch) {
     if (!input.instances) throw Error("ProposalNetwork: a training input has no instances");
-    targets.push_back(*input.instances);
+    targets.push_back(input.instances->to(pixel_mean_.device()));
   }
   auto images = preprocess_image(batch);
   FeatureMap features = backbone_->forward(images.tensor());

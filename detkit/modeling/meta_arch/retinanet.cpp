@@ -154,10 +154,12 @@ LossDict RetinaNet::dense_losses(const Boxes& anchors, const DensePredictions& p
 
 LossDict RetinaNet::losses(const std::vector<ModelInput>& batch) {
   TORCH_CHECK(is_training(), "RetinaNet::losses needs training mode (model->train())");
+  // The loader's targets are on the host; the model matches them where preprocess_image puts
+  // the images (the pixel mean's device).
   std::vector<Instances> targets;
   for (const auto& input : batch) {
     if (!input.instances) throw Error("RetinaNet: a training input has no instances");
-    targets.push_back(*input.instances);
+    targets.push_back(input.instances->to(pixel_mean_.device()));
   }
   const structures::ImageList images = preprocess_image(batch);
   const std::vector<at::Tensor> features = head_features(backbone_->forward(images.tensor()));

@@ -98,8 +98,9 @@ std::vector<Instances> CascadeROIHeads::match_and_label_boxes(
       p.set("gt_classes", classes);
       p.set("gt_boxes", Boxes(gt.boxes("gt_boxes").tensor().index_select(0, match.matches)));
     } else {
-      p.set("gt_classes", at::full({p.size()}, options_.num_classes, at::kLong));
-      p.set("gt_boxes", Boxes(at::zeros({p.size(), 4}, at::kFloat)));
+      const at::TensorOptions options = p.boxes("proposal_boxes").tensor().options();
+      p.set("gt_classes", at::full({p.size()}, options_.num_classes, options.dtype(at::kLong)));
+      p.set("gt_boxes", Boxes(at::zeros({p.size(), 4}, options.dtype(at::kFloat))));
     }
   }
   if (!proposals.empty()) {

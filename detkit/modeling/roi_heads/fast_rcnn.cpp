@@ -127,12 +127,14 @@ LossDict FastRCNNOutputLayersImpl::losses(const std::pair<at::Tensor, at::Tensor
     gt_boxes.push_back(p.has("gt_boxes") ? p.boxes("gt_boxes").tensor()
                                          : p.boxes("proposal_boxes").tensor());
   }
-  at::Tensor gt_classes = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
+  at::Tensor gt_classes =
+      classes.empty() ? at::zeros({0}, scores.options().dtype(at::kLong)) : at::cat(classes);
   log_classification_stats(scores, gt_classes);
   at::Tensor loss_cls = classification_loss(scores, gt_classes);
   // Box regression on foreground ROIs, with the deltas of their ground-truth class.
-  at::Tensor props = proposal_boxes.empty() ? at::zeros({0, 4}) : at::cat(proposal_boxes);
-  at::Tensor targets = gt_boxes.empty() ? at::zeros({0, 4}) : at::cat(gt_boxes);
+  const at::TensorOptions no_boxes = deltas.options().dtype(at::kFloat);
+  at::Tensor props = proposal_boxes.empty() ? at::zeros({0, 4}, no_boxes) : at::cat(proposal_boxes);
+  at::Tensor targets = gt_boxes.empty() ? at::zeros({0, 4}, no_boxes) : at::cat(gt_boxes);
   at::Tensor fg = ((gt_classes >= 0) & (gt_classes < options_.num_classes)).nonzero().select(1, 0);
   at::Tensor fg_deltas =
       deltas.size(1) == 4

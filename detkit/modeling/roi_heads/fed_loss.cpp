@@ -46,11 +46,13 @@ at::Tensor fed_loss_classes(const at::Tensor& gt_classes, int64_t num_fed_loss_c
   // would have: the same distribution (a weighted draw without replacement), other classes drawn.
   // torch.multinomial without replacement takes classes of weight 0 once those of positive weight
   // run out, and refuses more than there are, or a draw where every weight is 0 (every foreground
-  // class present): both keep every class here.
+  // class present): both keep every class here. The draw is on the host (the CPU generator the
+  // trainer seeds), so that a model on a GPU draws the classes it would on the CPU.
   const int64_t wanted = std::min(num_fed_loss_classes - unique.numel(), num_classes + 1);
-  const at::Tensor sampled = prob.sum().item<double>() > 0
-                                 ? at::multinomial(prob, wanted, /*replacement=*/false)
-                                 : at::arange(num_classes + 1, unique.options());
+  const at::Tensor sampled =
+      prob.sum().item<double>() > 0
+          ? at::multinomial(prob.cpu(), wanted, /*replacement=*/false).to(prob.device())
+          : at::arange(num_classes + 1, unique.options());
   return at::cat({unique, sampled});
 }
 

@@ -62,7 +62,10 @@ LossDict KRCNNConvDeconvUpsampleHead::forward(const at::Tensor& x,
 
 std::pair<at::Tensor, at::Tensor> keypoints_to_heatmap(const at::Tensor& keypoints,
                                                        const at::Tensor& rois, int64_t side) {
-  if (rois.numel() == 0) return {at::zeros({0}, at::kLong), at::zeros({0}, at::kLong)};
+  if (rois.numel() == 0) {
+    const at::TensorOptions options = rois.options().dtype(at::kLong);
+    return {at::zeros({0}, options), at::zeros({0}, options)};
+  }
   const double size = static_cast<double>(side);
   at::Tensor offset_x = rois.select(1, 0).unsqueeze(1), offset_y = rois.select(1, 1).unsqueeze(1);
   // Python's `int / tensor` is reciprocal(tensor) * int: the same float32 rounding here.
@@ -125,9 +128,11 @@ at::Tensor heatmaps_to_keypoints(const at::Tensor& maps_in, const at::Tensor& ro
   at::Tensor height_corrections = heights / heights_ceil;
   const int64_t num_rois = maps.size(0), num_keypoints = maps.size(1);
   at::Tensor xy_preds = at::zeros({rois.size(0), num_keypoints, 4}, maps.options());
+  // Each box's upsampled size is read on the host (one sync for all, as Detectron2's int()).
+  const at::Tensor heights_host = heights_ceil.cpu(), widths_host = widths_ceil.cpu();
   for (int64_t i = 0; i < num_rois; ++i) {
-    const int64_t out_h = static_cast<int64_t>(heights_ceil[i].item<float>());
-    const int64_t out_w = static_cast<int64_t>(widths_ceil[i].item<float>());
+    const int64_t out_h = static_cast<int64_t>(heights_host[i].item<float>());
+    const int64_t out_w = static_cast<int64_t>(widths_host[i].item<float>());
     at::Tensor roi_map = at::upsample_bicubic2d(maps.narrow(0, i, 1), {out_h, out_w},
                                                 /*align_corners=*/false)
                              .select(0, 0);  // K x H x W
@@ -156,9 +161,10 @@ void keypoint_rcnn_inference(const at::Tensor& pred_keypoint_logits,
   std::vector<at::Tensor> boxes;
   for (const auto& inst : instances) boxes.push_back(inst.boxes("pred_boxes").tensor());
   at::Tensor logits = layers::fp32_if_reduced(pred_keypoint_logits.detach());
-  at::Tensor results = boxes.empty() ? at::zeros({0, logits.size(1), 4})
+  at::Tensor results = boxes.empty() ? at::zeros({0, logits.size(1), 4}, logits.options())
                                      : heatmaps_to_keypoints(logits, at::cat(boxes));
-  at::Tensor xy_score = results.index_select(2, at::tensor({0, 1, 3}, at::kLong));
+  at::Tensor xy_score =
+      results.index_select(2, at::tensor({0, 1, 3}, results.options().dtype(at::kLong)));
   int64_t start = 0;
   for (auto& inst : instances) {
     inst.set("pred_keypoints", xy_score.narrow(0, start, inst.size()));

@@ -93,7 +93,9 @@ at::Tensor mask_rcnn_loss(const at::Tensor& pred_mask_logits,
   at::Tensor targets = at::cat(masks).to(at::kFloat);
   at::Tensor logits =
       agnostic ? pred_mask_logits.select(1, 0)
-               : pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), at::cat(classes)});
+               : pred_mask_logits.index({at::arange(pred_mask_logits.size(0),
+                                                    pred_mask_logits.options().dtype(at::kLong)),
+                                         at::cat(classes)});
   if (event_scalars_wanted()) {  // Detectron2's mask_rcnn/* scalars, over every mask pixel
     at::NoGradGuard no_grad;
     const at::Tensor gt = targets > 0.5;
@@ -119,9 +121,11 @@ void mask_rcnn_inference(const at::Tensor& mask_logits, std::vector<Instances>& 
   } else {
     std::vector<at::Tensor> classes;
     for (const auto& inst : instances) classes.push_back(inst.tensor("pred_classes"));
-    at::Tensor cls = classes.empty() ? at::zeros({0}, at::kLong) : at::cat(classes);
-    probs =
-        pred_mask_logits.index({at::arange(pred_mask_logits.size(0)), cls}).unsqueeze(1).sigmoid();
+    const at::TensorOptions index_options = pred_mask_logits.options().dtype(at::kLong);
+    at::Tensor cls = classes.empty() ? at::zeros({0}, index_options) : at::cat(classes);
+    probs = pred_mask_logits.index({at::arange(pred_mask_logits.size(0), index_options), cls})
+                .unsqueeze(1)
+                .sigmoid();
   }
   int64_t start = 0;
   for (auto& inst : instances) {

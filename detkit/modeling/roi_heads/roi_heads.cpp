@@ -62,7 +62,8 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
       Instances gt_props(props.image_height(), props.image_width());
       const Boxes& gt_boxes = gt.boxes("gt_boxes");
       gt_props.set("proposal_boxes", gt_boxes);
-      gt_props.set("objectness_logits", at::full({gt_boxes.size()}, gt_logit, at::kFloat));
+      gt_props.set("objectness_logits", at::full({gt_boxes.size()}, gt_logit,
+                                                 gt_boxes.tensor().options().dtype(at::kFloat)));
       props = Instances::cat({props, gt_props});
     }
     MatchResult match =
@@ -74,7 +75,8 @@ std::vector<Instances> label_and_sample_proposals(std::vector<Instances> proposa
       classes.masked_fill_(match.match_labels == 0, options.num_classes);
       classes.masked_fill_(match.match_labels == -1, -1);
     } else {
-      classes = at::full({props.size()}, options.num_classes, at::kLong);
+      classes = at::full({props.size()}, options.num_classes,
+                         props.boxes("proposal_boxes").tensor().options().dtype(at::kLong));
     }
     SampledIndices s = subsample_labels(classes, options.batch_size_per_image,
                                         options.positive_fraction, options.num_classes,

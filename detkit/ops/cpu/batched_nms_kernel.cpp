@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "detkit/ops/checks.h"
 #include "detkit/ops/nms.h"
 
 namespace detkit::ops {
@@ -52,18 +53,7 @@ at::Tensor nms_per_category(const at::Tensor& boxes, const at::Tensor& scores,
 
 at::Tensor batched_nms_kernel(const at::Tensor& boxes, const at::Tensor& scores,
                               const at::Tensor& idxs, double iou_threshold) {
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "batched_nms: boxes must be (N, 4), got ",
-              boxes.sizes());
-  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "batched_nms: scores must be (",
-              boxes.size(0), "), got ", scores.sizes());
-  TORCH_CHECK(idxs.dim() == 1 && idxs.size(0) == boxes.size(0), "batched_nms: idxs must be (",
-              boxes.size(0), "), got ", idxs.sizes());
-  TORCH_CHECK(at::isIntegralType(idxs.scalar_type(), /*includeBool=*/false),
-              "batched_nms: idxs must hold integer categories, got ", idxs.scalar_type());
-  TORCH_CHECK(
-      at::isFloatingType(boxes.scalar_type()) && boxes.scalar_type() == scores.scalar_type(),
-      "batched_nms: boxes and scores must share a floating dtype, got ", boxes.scalar_type(),
-      " and ", scores.scalar_type());
+  check_batched_nms_arguments(boxes, scores, idxs);
   if (boxes.size(0) == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
   if (boxes.numel() > kPerCategoryAbove) {
     return nms_per_category(boxes, scores, idxs, iou_threshold);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "detkit/ops/checks.h"
+
 namespace detkit::ops {
 namespace {
 
@@ -39,13 +41,7 @@ void box_iou_impl(const at::Tensor& a, const at::Tensor& b, at::Tensor& iou) {
 }
 
 at::Tensor box_iou_kernel(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.dim() == 2 && a.size(1) == 4, "box_iou: first boxes must be (N, 4), got ",
-              a.sizes());
-  TORCH_CHECK(b.dim() == 2 && b.size(1) == 4, "box_iou: second boxes must be (M, 4), got ",
-              b.sizes());
-  TORCH_CHECK(at::isFloatingType(a.scalar_type()) && a.scalar_type() == b.scalar_type(),
-              "box_iou: boxes must share a floating dtype, got ", a.scalar_type(), " and ",
-              b.scalar_type());
+  check_box_iou_arguments(a, b);
   at::Tensor iou = at::empty({a.size(0), b.size(0)}, a.options());
   if (iou.numel() == 0) return iou;
   const at::Tensor a_c = a.contiguous(), b_c = b.contiguous();

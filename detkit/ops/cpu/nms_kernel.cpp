@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "detkit/ops/checks.h"
 #include "detkit/ops/cpu/nms_sweep.h"
 
 namespace detkit::ops {
@@ -50,12 +51,7 @@ at::Tensor nms_impl(const at::Tensor& boxes, const at::Tensor& scores, double io
 }
 
 at::Tensor nms_kernel(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "nms: boxes must be (N, 4), got ",
-              boxes.sizes());
-  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be (",
-              boxes.size(0), "), got ", scores.sizes());
-  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(),
-              " but scores are ", scores.scalar_type());
+  check_nms_arguments(boxes, scores);
   if (boxes.size(0) == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
   at::Tensor keep;
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms",

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "detkit/ops/checks.h"
+
 namespace detkit::ops {
 namespace {
 
@@ -163,19 +165,8 @@ void paste_all(const at::Tensor& masks, const at::Tensor& boxes, double threshol
 
 at::Tensor paste_masks_kernel(const at::Tensor& masks, const at::Tensor& boxes,
                               int64_t image_height, int64_t image_width, double threshold) {
-  TORCH_CHECK(masks.dim() == 3, "paste_masks_in_image: masks must be (N, Hm, Wm), got ",
-              masks.sizes());
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4 && boxes.size(0) == masks.size(0),
-              "paste_masks_in_image: boxes must be (", masks.size(0), ", 4), got ", boxes.sizes());
-  TORCH_CHECK(at::isFloatingType(boxes.scalar_type()),
-              "paste_masks_in_image: boxes must be floating point, got ", boxes.scalar_type());
-  TORCH_CHECK(image_height >= 0 && image_width >= 0,
-              "paste_masks_in_image: image size must be non-negative, got ", image_height, "x",
-              image_width);
-  TORCH_CHECK(threshold >= 0, "paste_masks_in_image: threshold must be >= 0, got ", threshold);
+  check_paste_masks_arguments(masks, boxes, image_height, image_width, threshold);
   const int64_t n = masks.size(0);
-  TORCH_CHECK(n == 0 || (masks.size(1) > 0 && masks.size(2) > 0),
-              "paste_masks_in_image: masks must not be empty, got ", masks.sizes());
   at::Tensor out = at::zeros({n, image_height, image_width}, masks.options().dtype(at::kBool));
   if (out.numel() == 0) return out;
   const bool mask_double = masks.scalar_type() == at::kDouble;

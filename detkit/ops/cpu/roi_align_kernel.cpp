@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "detkit/ops/checks.h"
 #include "detkit/ops/cpu/channel_loops.h"
 
 namespace detkit::ops {
@@ -274,15 +275,10 @@ void check_map_size(int64_t height, int64_t width) {
               height, "x", width, " pixels is too large");
 }
 
-// Checks rois (K, 5) and the settings for a batch of batch_size feature maps.
+// Checks rois (K, 5) and the settings for a batch of batch_size feature maps, and each roi's
+// batch index and corners (read here: the kernel would read out of bounds or loop on them).
 void check_rois(const at::Tensor& rois, const PoolSettings& s, int64_t batch_size) {
-  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5,
-              "roi_align: rois must be (K, 5) [batch_index, x1, y1, x2, y2], got ", rois.sizes());
-  TORCH_CHECK(s.pooled_height > 0 && s.pooled_width > 0,
-              "roi_align: pooled size must be positive, got ", s.pooled_height, "x",
-              s.pooled_width);
-  TORCH_CHECK(s.sampling_ratio >= 0, "roi_align: sampling_ratio must be >= 0 (0 = adaptive), got ",
-              s.sampling_ratio);
+  check_roi_align_settings(rois, s.pooled_height, s.pooled_width, s.sampling_ratio);
   const at::Tensor r = rois.to(at::kDouble).contiguous();
   const double* v = r.data_ptr<double>();
   for (int64_t k = 0; k < rois.size(0); ++k, v += 5) {
@@ -298,20 +294,13 @@ void check_rois(const at::Tensor& rois, const PoolSettings& s, int64_t batch_siz
 // Checks the gradient of a pooling of rois with `channels` channels.
 void check_grad(const at::Tensor& grad, const at::Tensor& rois, int64_t channels,
                 const PoolSettings& s) {
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
-                  grad.size(2) == s.pooled_height && grad.size(3) == s.pooled_width,
-              "roi_align backward: grad must be (", rois.size(0), ", ", channels, ", ",
-              s.pooled_height, ", ", s.pooled_width, "), got ", grad.sizes());
-  TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
-              grad.scalar_type(), " but rois are ", rois.scalar_type());
+  check_roi_align_grad(grad, rois, channels, s.pooled_height, s.pooled_width);
 }
 
 at::Tensor roi_align_forward_kernel(const at::Tensor& input, const at::Tensor& rois,
                                     double spatial_scale, int64_t pooled_height,
                                     int64_t pooled_width, int64_t sampling_ratio, bool aligned) {
-  TORCH_CHECK(input.dim() == 4, "roi_align: input must be (N, C, H, W), got ", input.sizes());
-  TORCH_CHECK(input.scalar_type() == rois.scalar_type(), "roi_align: input is ",
-              input.scalar_type(), " but rois are ", rois.scalar_type());
+  check_roi_align_input(input, rois);
   const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
   check_rois(rois, s, input.size(0));
   check_map_size(input.size(2), input.size(3));
@@ -334,9 +323,7 @@ at::Tensor roi_align_backward_kernel(const at::Tensor& grad, const at::Tensor& r
   const PoolSettings s{spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned};
   check_rois(rois, s, batch_size);
   check_map_size(height, width);
-  TORCH_CHECK(batch_size >= 0 && channels >= 0 && height >= 0 && width >= 0,
-              "roi_align backward: input shape must be non-negative, got (", batch_size, ", ",
-              channels, ", ", height, ", ", width, ")");
+  check_roi_align_input_shape(batch_size, channels, height, width);
   check_grad(grad, rois, channels, s);
   if (grad.numel() == 0 || batch_size * channels * height * width == 0)
     return at::zeros({batch_size, channels, height, width}, grad.options());
@@ -358,11 +345,7 @@ struct LevelRois {
 
 std::vector<LevelRois> split_by_level(const at::Tensor& rois, const at::Tensor& levels,
                                       int64_t num_levels) {
-  TORCH_CHECK(levels.dim() == 1 && levels.size(0) == rois.size(0),
-              "multilevel_roi_align: levels must be (K,) for K = ", rois.size(0), " rois, got ",
-              levels.sizes());
-  TORCH_CHECK(levels.scalar_type() == at::kLong, "multilevel_roi_align: levels must be int64, got ",
-              levels.scalar_type());
+  check_roi_levels(rois, levels);
   const at::Tensor lv = levels.contiguous();
   const int64_t* v = lv.data_ptr<int64_t>();
   std::vector<LevelRois> out(num_levels);
@@ -381,19 +364,8 @@ at::Tensor multilevel_roi_align_forward_kernel(at::TensorList features, const at
                                                at::ArrayRef<double> spatial_scales,
                                                int64_t pooled_height, int64_t pooled_width,
                                                int64_t sampling_ratio, bool aligned) {
-  TORCH_CHECK(!features.empty() && features.size() == spatial_scales.size(),
-              "multilevel_roi_align: ", features.size(), " feature levels but ",
-              spatial_scales.size(), " spatial scales");
-  for (size_t l = 0; l < features.size(); ++l) {
-    const at::Tensor& f = features[l];
-    TORCH_CHECK(
-        f.dim() == 4 && f.size(0) == features[0].size(0) && f.size(1) == features[0].size(1),
-        "multilevel_roi_align: level ", l, " must be (", features[0].size(0), ", ",
-        features[0].size(1), ", H, W) like level 0, got ", f.sizes());
-    TORCH_CHECK(f.scalar_type() == rois.scalar_type(), "multilevel_roi_align: level ", l, " is ",
-                f.scalar_type(), " but rois are ", rois.scalar_type());
-    check_map_size(f.size(2), f.size(3));
-  }
+  check_multilevel_features(features, rois, spatial_scales);
+  for (const at::Tensor& f : features) check_map_size(f.size(2), f.size(3));
   PoolSettings s{0.0, pooled_height, pooled_width, sampling_ratio, aligned};
   check_rois(rois, s, features[0].size(0));
   const std::vector<LevelRois> by_level = split_by_level(rois, levels, features.size());
@@ -422,11 +394,7 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
     int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
     int64_t sampling_ratio, bool aligned, bool channels_last) {
   const size_t num_levels = spatial_scales.size();
-  TORCH_CHECK(num_levels > 0 && heights.size() == num_levels && widths.size() == num_levels,
-              "multilevel_roi_align backward: ", num_levels, " spatial scales, ", heights.size(),
-              " heights and ", widths.size(), " widths");
-  TORCH_CHECK(batch_size >= 0 && channels >= 0, "multilevel_roi_align backward: batch size ",
-              batch_size, " and channels ", channels, " must be non-negative");
+  check_multilevel_grad_sizes(spatial_scales, batch_size, channels, heights, widths);
   PoolSettings s{0.0, pooled_height, pooled_width, sampling_ratio, aligned};
   check_rois(rois, s, batch_size);
   check_grad(grad, rois, channels, s);
@@ -435,8 +403,6 @@ std::vector<at::Tensor> multilevel_roi_align_backward_kernel(
       channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   std::vector<at::Tensor> grads;
   for (size_t l = 0; l < num_levels; ++l) {
-    TORCH_CHECK(heights[l] >= 0 && widths[l] >= 0, "multilevel_roi_align backward: level ", l,
-                " is ", heights[l], "x", widths[l]);
     check_map_size(heights[l], widths[l]);
     const LevelRois& level = by_level[l];
     if (level.rows.empty() || batch_size * channels * heights[l] * widths[l] == 0) {

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "detkit/ops/checks.h"
 #include "detkit/ops/cuda/launch.h"
 #include "detkit/ops/cuda/nms_math.h"
 
@@ -33,14 +34,7 @@ __global__ void suppression_kernel(const T* boxes, int64_t n, int64_t blocks, do
 }
 
 at::Tensor nms_cuda(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
-  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4, "nms: boxes must be (N, 4), got ",
-              boxes.sizes());
-  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0), "nms: scores must be (",
-              boxes.size(0), "), got ", scores.sizes());
-  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type(), "nms: boxes are ", boxes.scalar_type(),
-              " but scores are ", scores.scalar_type());
-  TORCH_CHECK(boxes.device() == scores.device(), "nms: boxes are on ", boxes.device(),
-              " but scores are on ", scores.device());
+  check_nms_arguments(boxes, scores);
   const c10::cuda::CUDAGuard guard(boxes.device());
   const int64_t n = boxes.size(0);
   if (n == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
@@ -72,14 +66,7 @@ __global__ void box_iou_kernel(const T* a, const T* b, int64_t n, int64_t m, T* 
 }
 
 at::Tensor box_iou_cuda(const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.dim() == 2 && a.size(1) == 4, "box_iou: first boxes must be (N, 4), got ",
-              a.sizes());
-  TORCH_CHECK(b.dim() == 2 && b.size(1) == 4, "box_iou: second boxes must be (M, 4), got ",
-              b.sizes());
-  TORCH_CHECK(at::isFloatingType(a.scalar_type()) && a.scalar_type() == b.scalar_type(),
-              "box_iou: boxes must share a floating dtype, got ", a.scalar_type(), " and ",
-              b.scalar_type());
-  TORCH_CHECK(a.device() == b.device(), "box_iou: boxes are on ", a.device(), " and ", b.device());
+  check_box_iou_arguments(a, b);
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor iou = at::empty({a.size(0), b.size(0)}, a.options());
   if (iou.numel() == 0) return iou;

@@ -16,6 +16,7 @@
 #include <ATen/cuda/Atomic.cuh>
 #include <vector>
 
+#include "detkit/ops/checks.h"
 #include "detkit/ops/cuda/launch.h"
 #include "detkit/ops/cuda/roi_align_math.h"
 
@@ -96,28 +97,6 @@ __global__ void backward_kernel(const T* grad, int64_t sn, int64_t sc, int64_t s
   }
 }
 
-void check_settings(const at::Tensor& rois, int64_t pooled_height, int64_t pooled_width,
-                    int64_t sampling_ratio) {
-  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5,
-              "roi_align: rois must be (K, 5) [batch_index, x1, y1, x2, y2], got ", rois.sizes());
-  TORCH_CHECK(pooled_height > 0 && pooled_width > 0,
-              "roi_align: pooled size must be positive, got ", pooled_height, "x", pooled_width);
-  TORCH_CHECK(sampling_ratio >= 0, "roi_align: sampling_ratio must be >= 0 (0 = adaptive), got ",
-              sampling_ratio);
-}
-
-void check_grad(const at::Tensor& grad, const at::Tensor& rois, int64_t channels,
-                int64_t pooled_height, int64_t pooled_width) {
-  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
-                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
-              "roi_align backward: grad must be (", rois.size(0), ", ", channels, ", ",
-              pooled_height, ", ", pooled_width, "), got ", grad.sizes());
-  TORCH_CHECK(grad.scalar_type() == rois.scalar_type(), "roi_align backward: grad is ",
-              grad.scalar_type(), " but rois are ", rois.scalar_type());
-  TORCH_CHECK(grad.device() == rois.device(), "roi_align backward: grad is on ", grad.device(),
-              " but rois are on ", rois.device());
-}
-
 // The maps (contiguous NCHW copies where needed, kept alive by `keep`) as a kernel argument.
 template <typename T>
 Levels<T> levels_of(const std::vector<at::Tensor>& maps, at::ArrayRef<double> scales) {
@@ -162,8 +141,6 @@ std::vector<at::Tensor> unpool(const at::Tensor& grad, const at::Tensor& rois,
                                int64_t sampling_ratio, bool aligned) {
   std::vector<at::Tensor> grads;
   for (size_t l = 0; l < heights.size(); ++l) {
-    TORCH_CHECK(heights[l] >= 0 && widths[l] >= 0, "roi_align backward: level ", l, " is ",
-                heights[l], "x", widths[l]);
     grads.push_back(at::zeros({batch_size, channels, heights[l], widths[l]}, grad.options()));
   }
   if (grad.numel() == 0 || batch_size * channels == 0) return grads;
@@ -189,12 +166,8 @@ std::vector<at::Tensor> unpool(const at::Tensor& grad, const at::Tensor& rois,
 at::Tensor roi_align_forward_cuda(const at::Tensor& input, const at::Tensor& rois,
                                   double spatial_scale, int64_t pooled_height, int64_t pooled_width,
                                   int64_t sampling_ratio, bool aligned) {
-  TORCH_CHECK(input.dim() == 4, "roi_align: input must be (N, C, H, W), got ", input.sizes());
-  TORCH_CHECK(input.scalar_type() == rois.scalar_type(), "roi_align: input is ",
-              input.scalar_type(), " but rois are ", rois.scalar_type());
-  TORCH_CHECK(input.device() == rois.device(), "roi_align: input is on ", input.device(),
-              " but rois are on ", rois.device());
-  check_settings(rois, pooled_height, pooled_width, sampling_ratio);
+  check_roi_align_input(input, rois);
+  check_roi_align_settings(rois, pooled_height, pooled_width, sampling_ratio);
   const c10::cuda::CUDAGuard guard(input.device());
   if (input.numel() == 0) {
     return at::zeros({rois.size(0), input.size(1), pooled_height, pooled_width}, input.options());
@@ -209,11 +182,9 @@ at::Tensor roi_align_backward_cuda(const at::Tensor& grad, const at::Tensor& roi
                                    int64_t pooled_width, int64_t batch_size, int64_t channels,
                                    int64_t height, int64_t width, int64_t sampling_ratio,
                                    bool aligned) {
-  check_settings(rois, pooled_height, pooled_width, sampling_ratio);
-  TORCH_CHECK(batch_size >= 0 && channels >= 0 && height >= 0 && width >= 0,
-              "roi_align backward: input shape must be non-negative, got (", batch_size, ", ",
-              channels, ", ", height, ", ", width, ")");
-  check_grad(grad, rois, channels, pooled_height, pooled_width);
+  check_roi_align_settings(rois, pooled_height, pooled_width, sampling_ratio);
+  check_roi_align_input_shape(batch_size, channels, height, width);
+  check_roi_align_grad(grad, rois, channels, pooled_height, pooled_width);
   const c10::cuda::CUDAGuard guard(grad.device());
   const double scales[] = {spatial_scale};
   const int64_t heights[] = {height}, widths[] = {width};
@@ -224,13 +195,7 @@ at::Tensor roi_align_backward_cuda(const at::Tensor& grad, const at::Tensor& roi
 void check_levels(const at::Tensor& rois, const at::Tensor& levels, size_t num_levels) {
   TORCH_CHECK(num_levels > 0 && num_levels <= kMaxLevels, "multilevel_roi_align: ", num_levels,
               " levels; the CUDA kernel pools from 1 to ", kMaxLevels);
-  TORCH_CHECK(levels.dim() == 1 && levels.size(0) == rois.size(0),
-              "multilevel_roi_align: levels must be (K,) for K = ", rois.size(0), " rois, got ",
-              levels.sizes());
-  TORCH_CHECK(levels.scalar_type() == at::kLong, "multilevel_roi_align: levels must be int64, got ",
-              levels.scalar_type());
-  TORCH_CHECK(levels.device() == rois.device(), "multilevel_roi_align: levels are on ",
-              levels.device(), " but rois are on ", rois.device());
+  check_roi_levels(rois, levels);
 }
 
 at::Tensor multilevel_roi_align_forward_cuda(at::TensorList features, const at::Tensor& rois,
@@ -238,22 +203,11 @@ at::Tensor multilevel_roi_align_forward_cuda(at::TensorList features, const at::
                                              at::ArrayRef<double> spatial_scales,
                                              int64_t pooled_height, int64_t pooled_width,
                                              int64_t sampling_ratio, bool aligned) {
-  TORCH_CHECK(!features.empty() && features.size() == spatial_scales.size(),
-              "multilevel_roi_align: ", features.size(), " feature levels but ",
-              spatial_scales.size(), " spatial scales");
-  check_settings(rois, pooled_height, pooled_width, sampling_ratio);
+  check_multilevel_features(features, rois, spatial_scales);
+  check_roi_align_settings(rois, pooled_height, pooled_width, sampling_ratio);
   check_levels(rois, levels, features.size());
   std::vector<at::Tensor> maps;
-  for (size_t l = 0; l < features.size(); ++l) {
-    const at::Tensor& f = features[l];
-    TORCH_CHECK(
-        f.dim() == 4 && f.size(0) == features[0].size(0) && f.size(1) == features[0].size(1),
-        "multilevel_roi_align: level ", l, " must be (", features[0].size(0), ", ",
-        features[0].size(1), ", H, W) like level 0, got ", f.sizes());
-    TORCH_CHECK(f.scalar_type() == rois.scalar_type(), "multilevel_roi_align: level ", l, " is ",
-                f.scalar_type(), " but rois are ", rois.scalar_type());
-    TORCH_CHECK(f.device() == rois.device(), "multilevel_roi_align: level ", l, " is on ",
-                f.device(), " but rois are on ", rois.device());
+  for (const at::Tensor& f : features) {
     // A level without pixels pools zeros: give the kernel a one-pixel zero map in its place.
     maps.push_back(f.numel() == 0 ? at::zeros({f.size(0), f.size(1), 1, 1}, f.options())
                                   : f.contiguous());
@@ -273,14 +227,10 @@ std::vector<at::Tensor> multilevel_roi_align_backward_cuda(
     int64_t batch_size, int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths,
     int64_t sampling_ratio, bool aligned, bool channels_last) {
   const size_t num_levels = spatial_scales.size();
-  TORCH_CHECK(num_levels > 0 && heights.size() == num_levels && widths.size() == num_levels,
-              "multilevel_roi_align backward: ", num_levels, " spatial scales, ", heights.size(),
-              " heights and ", widths.size(), " widths");
-  TORCH_CHECK(batch_size >= 0 && channels >= 0, "multilevel_roi_align backward: batch size ",
-              batch_size, " and channels ", channels, " must be non-negative");
-  check_settings(rois, pooled_height, pooled_width, sampling_ratio);
+  check_multilevel_grad_sizes(spatial_scales, batch_size, channels, heights, widths);
+  check_roi_align_settings(rois, pooled_height, pooled_width, sampling_ratio);
   check_levels(rois, levels, num_levels);
-  check_grad(grad, rois, channels, pooled_height, pooled_width);
+  check_roi_align_grad(grad, rois, channels, pooled_height, pooled_width);
   const c10::cuda::CUDAGuard guard(grad.device());
   std::vector<at::Tensor> grads =
       unpool(grad, rois, levels.contiguous(), spatial_scales, pooled_height, pooled_width,
