@@ -18,59 +18,15 @@
 #include <vector>
 
 #include "detkit/ops/checks.h"
+#include "detkit/ops/cuda/paste_masks_math.h"
 
 namespace detkit::ops {
 namespace {
 
-// a * b + c, rounded once when kFused (as grid_sample's vectorised kernel), else twice.
-template <bool kFused, typename M>
-M mul_add(M a, M b, M c) {
-  if constexpr (kFused) {
-    return std::fma(a, b, c);
-  } else {
-    return a * b + c;
-  }
-}
-
-// Bilinear interpolation along one mask axis at one sampling position: the lower neighbour `low`,
-// the distance `frac` past it and `rest` = 1 - frac; a neighbour outside the mask reads 0.
-template <typename M>
-struct AxisTap {
-  int64_t low;
-  M frac, rest;
-  bool low_in, high_in;
-};
-
-// The tap at normalised grid coordinate g (-1 and 1 are the mask's outer edges) on an axis of
-// `size` cells, as grid_sample(align_corners=False, padding zeros) computes it.
-template <bool kFused, typename M>
-AxisTap<M> axis_tap(M g, int64_t size) {
-  const M coord = mul_add<kFused>(g + M(1), static_cast<M>(size) / 2, M(-0.5));
-  const M low = std::floor(coord);
-  AxisTap<M> t;
-  t.frac = coord - low;
-  t.rest = M(1) - t.frac;
-  t.low = (low > -2 && low < size) ? static_cast<int64_t>(low) : -2;  // NaN -> outside
-  t.low_in = t.low > -1 && t.low < size;
-  t.high_in = t.low + 1 > -1 && t.low + 1 < size;
-  return t;
-}
-
-// Bilinear value of a mask_w-wide mask at row tap ty and column tap tx.
-template <bool kFused, typename M>
-M interpolate(const M* mask, int64_t mask_w, const AxisTap<M>& ty, const AxisTap<M>& tx) {
-  const M nw = ty.rest * tx.rest, ne = ty.rest * tx.frac;
-  const M sw = ty.frac * tx.rest, se = ty.frac * tx.frac;
-  const int64_t north = ty.low * mask_w, south = north + mask_w;
-  const M v_nw = ty.low_in && tx.low_in ? mask[north + tx.low] : M(0);
-  const M v_ne = ty.low_in && tx.high_in ? mask[north + tx.low + 1] : M(0);
-  const M v_sw = ty.high_in && tx.low_in ? mask[south + tx.low] : M(0);
-  const M v_se = ty.high_in && tx.high_in ? mask[south + tx.low + 1] : M(0);
-  M value = v_nw * nw;
-  value = mul_add<kFused>(v_ne, ne, value);
-  value = mul_add<kFused>(v_sw, sw, value);
-  return mul_add<kFused>(v_se, se, value);
-}
+using cuda_math::axis_tap;
+using cuda_math::AxisTap;
+using cuda_math::interpolate;
+using cuda_math::pixel_tap;
 
 // Whether this process's grid_sample fuses multiply-adds: the choice of CPU kernel is internal to
 // libtorch, so sample fixed points with it once and see which rounding reproduces them.
@@ -105,11 +61,8 @@ template <bool kFused, typename M, typename C>
 std::vector<AxisTap<M>> pixel_taps(int64_t begin, int64_t end, C lo, C hi, int64_t mask_size) {
   std::vector<AxisTap<M>> taps;
   taps.reserve(end - begin);
-  for (int64_t p = begin; p < end; ++p) {
-    const float centre = static_cast<float>(p) + 0.5f;              // torch.arange(float32) + 0.5
-    const C g = (static_cast<C>(centre) - lo) / (hi - lo) * 2 - 1;  // in [-1, 1] over the box
-    taps.push_back(axis_tap<kFused>(static_cast<M>(g), mask_size));
-  }
+  for (int64_t p = begin; p < end; ++p)
+    taps.push_back(pixel_tap<kFused, M, C>(p, lo, hi, mask_size));
   return taps;
 }
 

@@ -51,26 +51,35 @@ __device__ inline int64_t level_of(const int64_t* levels, int64_t k, int64_t cou
   return l >= 0 && l < count ? l : -1;
 }
 
+// Output element i of a (K, C, PH, PW) pooling: roi k, channel c, bin (ph, pw).
+struct Bin {
+  int64_t k, c, ph, pw;
+};
+
+__device__ inline Bin bin_of(int64_t i, const Pooling& p) {
+  const int64_t pw = i % p.pooled_width;
+  const int64_t ph = (i / p.pooled_width) % p.pooled_height;
+  const int64_t c = (i / (p.pooled_width * p.pooled_height)) % p.channels;
+  return {i / (p.pooled_width * p.pooled_height * p.channels), c, ph, pw};
+}
+
 template <typename T>
 __global__ void forward_kernel(Levels<T> maps, const T* rois, const int64_t* levels, Pooling p,
                                T* out) {
   const int64_t total = p.num_rois * p.channels * p.pooled_height * p.pooled_width;
   for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    const int64_t pw = i % p.pooled_width;
-    const int64_t ph = (i / p.pooled_width) % p.pooled_height;
-    const int64_t c = (i / (p.pooled_width * p.pooled_height)) % p.channels;
-    const int64_t k = i / (p.pooled_width * p.pooled_height * p.channels);
-    const int64_t l = level_of(levels, k, maps.count);
+    const Bin b = bin_of(i, p);
+    const int64_t l = level_of(levels, b.k, maps.count);
     if (l < 0) {
       out[i] = T(0);
       continue;
     }
     const RoiGeometry<T> g =
-        roi_geometry(rois + k * 5, maps.scale[l], p.pooled_height, p.pooled_width, p.sampling_ratio,
-                     p.aligned, p.batch_size);
+        roi_geometry(rois + b.k * 5, maps.scale[l], p.pooled_height, p.pooled_width,
+                     p.sampling_ratio, p.aligned, p.batch_size);
     const int64_t plane = maps.height[l] * maps.width[l];
-    const T* map = maps.data[l] + (g.batch * p.channels + c) * plane;
-    out[i] = pooled_bin(map, maps.height[l], maps.width[l], g, ph, pw);
+    const T* map = maps.data[l] + (g.batch * p.channels + b.c) * plane;
+    out[i] = pooled_bin(map, maps.height[l], maps.width[l], g, b.ph, b.pw);
   }
 }
 
@@ -80,19 +89,16 @@ __global__ void backward_kernel(const T* grad, int64_t sn, int64_t sc, int64_t s
                                 const T* rois, const int64_t* levels, Pooling p, Levels<T> grads) {
   const int64_t total = p.num_rois * p.channels * p.pooled_height * p.pooled_width;
   for (int64_t i = cuda::first_index(); i < total; i += cuda::grid_stride()) {
-    const int64_t pw = i % p.pooled_width;
-    const int64_t ph = (i / p.pooled_width) % p.pooled_height;
-    const int64_t c = (i / (p.pooled_width * p.pooled_height)) % p.channels;
-    const int64_t k = i / (p.pooled_width * p.pooled_height * p.channels);
-    const int64_t l = level_of(levels, k, grads.count);
+    const Bin b = bin_of(i, p);
+    const int64_t l = level_of(levels, b.k, grads.count);
     if (l < 0 || grads.data[l] == nullptr) continue;  // outside the pyramid, or a level of 0 pixels
     const RoiGeometry<T> g =
-        roi_geometry(rois + k * 5, grads.scale[l], p.pooled_height, p.pooled_width,
+        roi_geometry(rois + b.k * 5, grads.scale[l], p.pooled_height, p.pooled_width,
                      p.sampling_ratio, p.aligned, p.batch_size);
     const int64_t plane = grads.height[l] * grads.width[l];
-    T* target = grads.data[l] + (g.batch * p.channels + c) * plane;
-    const T value = grad[k * sn + c * sc + ph * sh + pw * sw];
-    spread_bin_gradient(value, grads.height[l], grads.width[l], g, ph, pw,
+    T* target = grads.data[l] + (g.batch * p.channels + b.c) * plane;
+    const T value = grad[b.k * sn + b.c * sc + b.ph * sh + b.pw * sw];
+    spread_bin_gradient(value, grads.height[l], grads.width[l], g, b.ph, b.pw,
                         [target](int64_t pos, T v) { gpuAtomicAdd(target + pos, v); });
   }
 }
