@@ -32,8 +32,9 @@ set(DETKIT_FUZZ_SOURCES_weights ${_utils}
 set(DETKIT_FUZZ_SOURCES_voc_xml ${_utils} detkit/structures/mask_ops.cpp
     detkit/data/coco/coco_dataset.cpp detkit/data/voc/voc_xml.cpp detkit/data/voc/pascal_voc.cpp)
 set(DETKIT_FUZZ_SOURCES_image ${_utils} detkit/data/image/image_io.cpp
-    detkit/data/image/image_header_size.cpp
-    detkit/data/image/jpeg_decode.cpp)
+    detkit/data/image/image_header_size.cpp detkit/data/image/exif_orientation.cpp
+    detkit/data/image/jpeg_decode.cpp detkit/data/image/png_codec.cpp
+    detkit/data/image/opencv_codecs.cpp)
 
 # Libraries of the ordinary build that hold those sources.
 set(DETKIT_FUZZ_LIBS_coco_json detkit_data)

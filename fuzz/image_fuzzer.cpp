@@ -1,6 +1,6 @@
 // Image files as the data loader reads them: JPEG through TurboJPEG (and its OpenCV fallback),
-// PNG and anything else through OpenCV, truncation checks and declared sizes (every header
-// encoded_image_size reads) first.
+// PNG through libpng, anything else through OpenCV's imgcodecs (loaded at run time), truncation
+// checks and declared sizes (every header encoded_image_size reads) first.
 #include "detkit/data/image/image_io.h"
 #include "fuzz/fuzz_support.h"
 

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The GPU check of issue 49, in one call of the `device` tool: on a machine with an NVIDIA GPU,
 # python3 with torch 2.11.0+cu130 and torchvision 0.26.0, from a fresh copy of the repository
-# with gpu_bundle/ (made here by scripts/gpu_bundle.sh, carried) and the fixtures in shared/ (or
-# $DETKIT_SHARED_DIR). It builds nothing on the GPU machine (that machine has no Debian
-# development packages): it runs the binaries built here against that python3's torch.
+# with gpu_bundle/ (made here by scripts/gpu_bundle.sh, carried): detkit.tar.xz (the binaries and
+# the libraries they load beside torch) and shared.tar.xz (the Detectron2 fixtures that fit the
+# device tool's 64 MiB), unpacked into /tmp. It builds nothing on the GPU machine (that machine
+# has no Debian development packages): it runs the binaries built here against that python3's
+# torch.
 #
-# Steps, each bounded by `timeout` (30 + 90 + 150 + 120 + 2 x 100 s: the whole check fits the
-# device tool's 10-minute call), each one's log in $OUT (or /tmp/gpu_check), the check going on
-# after a failed step:
+# Steps, each bounded by `timeout` (30 + 90 + 40 + 130 + 110 + 2 x 90 s, and about 10 s to
+# unpack: the whole check fits the device tool's 10-minute call), each one's log in $OUT (or
+# /tmp/gpu_check), the check going on after a failed step:
 #   1 versions   `detkit --version`: torch, CUDA, cuDNN, NCCL, the GPU seen
 #   2 cuda ops   test_ops's CudaKernels suite: ROIAlign (forward, backward, multi-level), NMS,
-#                batched NMS, box IoU, mask pasting and autocast, CUDA against the CPU kernels
+#                batched NMS, box IoU, mask pasting and autocast, CUDA against the CPU kernels; and
+#                test_distributed's NcclBackend suite: one rank over NCCL on loopback; test_solver's
+#                SgdMultiTensor: SGD's update of CUDA parameters in one kernel against the CPU's
 #   3 parity     test_modeling's Detectron2 parity suites with DETKIT_TEST_DEVICE=cuda: every
-#                fixture present in shared/fixtures, the model on the GPU, the CPU tolerances
+#                fixture shared.tar.xz carries, the model on the GPU, the CPU tolerances
 #   4 demo AMP   200 iterations of the README's demo (configs/quick/mask_rcnn_R_18_FPN_shapes.yaml)
 #                on cuda under fp16 autocast with a dynamic GradScaler, then its bbox/segm AP
 #   5 benchmark  bench/compare_torchvision --device cuda: `detkit benchmark --task train` and
@@ -30,18 +34,23 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 out=${OUT:-/tmp/gpu_check}
 mkdir -p "$out"
-bundle=$repo/gpu_bundle
+bundle=/tmp/gpu_bundle
 py=${PYTHON:-python3}
+if [[ ! -f $repo/gpu_bundle/detkit.tar.xz ]]; then
+  echo "gpu_check: gpu_bundle/detkit.tar.xz is missing: run scripts/gpu_bundle.sh here and carry gpu_bundle" >&2
+  exit 2
+fi
+rm -rf "$bundle" && mkdir -p "$bundle" && xz -dc "$repo/gpu_bundle/detkit.tar.xz" | tar -C "$bundle" -xf -
+if [[ -f $repo/gpu_bundle/shared.tar.xz ]]; then
+  mkdir -p /tmp/gpu_shared && xz -dc "$repo/gpu_bundle/shared.tar.xz" | tar -C /tmp/gpu_shared -xf -
+  export DETKIT_SHARED_DIR=${DETKIT_SHARED_DIR:-/tmp/gpu_shared}
+fi
 export DETKIT_SHARED_DIR=${DETKIT_SHARED_DIR:-$repo/shared}
 export DETKIT_SOURCE_DIR=$repo
 
 declare -a rows=()
 row() { rows+=("$(printf '%-10s %-8s %s' "$1" "$2" "$3")"); }
 
-if [[ ! -x $bundle/bin/detkit ]]; then
-  echo "gpu_check: $bundle/bin/detkit is missing: run scripts/gpu_bundle.sh here and carry gpu_bundle" >&2
-  exit 2
-fi
 # torch's libraries and the CUDA ones beside them (nvidia/*/lib) from the GPU machine's python3.
 torch_lib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 nvidia_libs=$("$py" -c 'import glob, os, torch; base = os.path.dirname(os.path.dirname(torch.__file__)); print(":".join(sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")) + glob.glob(os.path.join(base, "nvidia", "*", "*", "lib")))))')
@@ -70,10 +79,16 @@ else
   row "cuda ops" FAIL "$(gtest_summary "$out/cuda_ops.txt")"
 fi
 grep '^\[ cuda \]' "$out/cuda_ops.txt" | head -20
+if timeout 30 "$bundle/bin/test_distributed" --gtest_filter='NcclBackend.*' > "$out/nccl.txt" 2>&1 &&
+   timeout 10 "$bundle/bin/test_solver" --gtest_filter='SgdMultiTensor.*' >> "$out/nccl.txt" 2>&1; then
+  row "nccl, sgd" pass "$(gtest_summary "$out/nccl.txt")"
+else
+  row "nccl, sgd" FAIL "$(gtest_summary "$out/nccl.txt")"
+fi
 
 # 3 parity fixtures on CUDA
 if [[ -d $DETKIT_SHARED_DIR/fixtures ]]; then
-  if DETKIT_TEST_DEVICE=cuda timeout 150 "$bundle/bin/test_modeling" \
+  if DETKIT_TEST_DEVICE=cuda timeout 130 "$bundle/bin/test_modeling" \
       --gtest_filter='*Detectron2*:*Parity*:-*Torchvision*' > "$out/parity.txt" 2>&1; then
     row parity pass "$(gtest_summary "$out/parity.txt")"
   else
@@ -85,7 +100,7 @@ fi
 
 # 4 the demo, 200 iterations under fp16 AMP on cuda, then its AP
 demo=$out/demo
-if timeout 120 "$detkit" train --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml \
+if timeout 110 "$detkit" train --config-file configs/quick/mask_rcnn_R_18_FPN_shapes.yaml \
     MODEL.DEVICE cuda SOLVER.AMP.ENABLED True SOLVER.AMP.PRECISION float16 SOLVER.MAX_ITER 200 \
     OUTPUT_DIR "$demo" > "$out/demo.txt" 2>&1; then
   ap=$("$py" -c 'import json, sys
@@ -97,7 +112,7 @@ else
 fi
 
 # 5 the benchmark at 800x1333, 2 images per GPU, fp32 and AMP, against torchvision
-if timeout 100 "$py" bench/compare_torchvision/compare_torchvision.py --detkit "$detkit" \
+if timeout 90 "$py" bench/compare_torchvision/compare_torchvision.py --detkit "$detkit" \
     --python "$py" --device cuda --image-size 1333x800 --models mask --tasks train,eval \
     --train 60:20:60 --eval 60:20:60 --rounds 1 --threads 16 --workers 4 \
     --work-dir "$out/bench" > "$out/bench_fp32.txt" 2>&1; then
@@ -105,7 +120,7 @@ if timeout 100 "$py" bench/compare_torchvision/compare_torchvision.py --detkit "
 else
   row "bench fp32" FAIL "$(tail -1 "$out/bench_fp32.txt")"
 fi
-if timeout 100 "$py" bench/compare_torchvision/compare_torchvision.py --detkit "$detkit" \
+if timeout 90 "$py" bench/compare_torchvision/compare_torchvision.py --detkit "$detkit" \
     --python "$py" --device cuda --image-size 1333x800 --models mask --tasks train,eval \
     --train 60:20:60 --eval 60:20:60 --rounds 1 --threads 16 --workers 4 --amp \
     --work-dir "$out/bench_amp" > "$out/bench_amp.txt" 2>&1; then

@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   cmake ninja-build g++ ccache
   libgloo-dev  # the Gloo headers c10d's ProcessGroupGloo.hpp includes (torch's wheel has none)
-  libopencv-dev libturbojpeg0-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
+  libopencv-dev libturbojpeg0-dev libpng-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libcurl4-openssl-dev
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   python3-dev python3-venv  # Debian's python3, where it is the one on PATH

@@ -25,13 +25,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <optional>
 
 #include "detkit/config/defaults.h"
 #include "detkit/data/catalog.h"
 #include "detkit/data/image/image_io.h"
+#include "detkit/data/image/image_write.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/predictor.h"
 #include "detkit/structures/mask_ops.h"
@@ -213,7 +213,7 @@ void write_listing(const std::string& stem, const nlohmann::json& entries) {
 }
 
 void write_drawing(const std::string& stem, const cv::Mat& canvas) {
-  if (!cv::imwrite(stem + ".png", canvas)) throw Error("infer: cannot write " + stem + ".png");
+  data::write_image(stem + ".png", canvas);
 }
 
 // What one image's outputs are drawn and listed with.

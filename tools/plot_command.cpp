@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
-#include <opencv2/imgcodecs.hpp>
 #include <string>
 
+#include "detkit/data/image/image_write.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 #include "detkit/visualization/training_curves.h"
@@ -30,8 +30,7 @@ CommandRunner add_plot_command(CLI::App& app) {
     const std::string out = o->out.empty() ? o->output_dir + "/curves.png" : o->out;
     const cv::Mat image =
         visualization::draw_training_curves(visualization::read_metrics_json(metrics));
-    std::vector<uchar> png;
-    if (!cv::imencode(".png", image, png)) throw Error("cannot encode the curves as PNG");
+    const std::vector<uchar> png = data::encode_image(".png", image, out);
     atomic_write(out, std::string(png.begin(), png.end()));
     spdlog::info("Wrote {} (from {})", out, metrics);
     return 0;

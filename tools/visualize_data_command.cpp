@@ -7,14 +7,14 @@
 
 #include <filesystem>
 #include <memory>
-#include <opencv2/imgcodecs.hpp>
 
 #include "detkit/config/defaults.h"
+#include "detkit/data/image/image_write.h"
 #include "detkit/data/loader.h"
 #include "detkit/data/metadata.h"
 #include "detkit/engine/defaults.h"
-#include "detkit/visualization/visualizer.h"
 #include "detkit/utils/error.h"
+#include "detkit/visualization/visualizer.h"
 #include "tools/commands.h"
 
 namespace detkit::tools {
@@ -56,7 +56,7 @@ CommandRunner add_visualize_data_command(CLI::App& app) {
                             : image;
         const std::string path =
             (std::filesystem::path(o->output) / fmt::format("train_{:04d}.png", written)).string();
-        if (!cv::imwrite(path, canvas)) throw Error("visualize-data: cannot write " + path);
+        data::write_image(path, canvas);
         spdlog::info("{}: {}x{} input, {} instances", path, image.cols, image.rows,
                      input.instances ? input.instances->size() : 0);
         ++written;

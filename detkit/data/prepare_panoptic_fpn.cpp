@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <opencv2/imgcodecs.hpp>
 #include <thread>
 #include <unordered_map>
 
+#include "detkit/data/image/image_write.h"
 #include "detkit/data/image/panoptic_png_io.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
@@ -148,9 +148,7 @@ size_t prepare_panoptic_fpn(const std::string& panoptic_json, const std::string&
     const fs::path output = fs::path(output_dir) / (stem + ".png");
     if (output.has_parent_path() && !fs::is_directory(output.parent_path()))
       make_directories(output.parent_path());
-    std::vector<unsigned char> png;
-    if (!cv::imencode(".png", semantic, png))
-      throw Error(output.string() + ": OpenCV could not encode the label map as PNG");
+    const std::vector<unsigned char> png = encode_image(".png", semantic, output.string());
     atomic_write(output.string(), std::string(png.begin(), png.end()));
   });
   const double seconds =

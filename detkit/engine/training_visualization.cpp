@@ -1,8 +1,8 @@
 #include "detkit/engine/training_visualization.h"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/core.hpp>
 
+#include "detkit/data/image/image_write.h"
 #include "detkit/utils/error.h"
 #include "detkit/visualization/visualizer.h"
 
@@ -24,9 +24,8 @@ RenderedImage render_training_visualization(const modeling::TrainingVisualizatio
   }
   cv::Mat side_by_side;
   cv::hconcat(panels, side_by_side);
-  std::vector<uint8_t> png;
-  if (!cv::imencode(".png", side_by_side, png))
-    throw Error("VIS_PERIOD: OpenCV could not encode the training visualization as PNG");
+  const std::vector<uint8_t> png =
+      data::encode_image(".png", side_by_side, "VIS_PERIOD: the training visualization");
   return {std::string(png.begin(), png.end()), side_by_side.rows, side_by_side.cols};
 }
 

@@ -1,8 +1,9 @@
 #include "detkit/evaluation/segmentation_png.h"
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
+#include <vector>
 
+#include "detkit/data/image/png_codec.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
 
@@ -22,10 +23,11 @@ int png_color_type(const std::string& bytes) {
 
 cv::Mat decode_png(const std::string& bytes, const std::string& name) {
   if (png_color_type(bytes) < 0) throw Error(name + ": not a PNG file");
-  const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8U,
-                    const_cast<char*>(bytes.data()));  // imdecode only reads it
-  cv::Mat image = cv::imdecode(raw, cv::IMREAD_UNCHANGED);
-  if (image.empty()) throw Error(name + ": the PNG cannot be decoded (corrupt or truncated)");
+  std::string error;
+  cv::Mat image = data::decode_png(std::vector<unsigned char>(bytes.begin(), bytes.end()),
+                                   data::PngChannels::kUnchanged, &error);
+  if (image.empty())
+    throw Error(name + ": the PNG cannot be decoded (corrupt or truncated: " + error + ")");
   return image;
 }
 
@@ -94,8 +96,7 @@ std::string encode_panoptic_png(const int32_t* ids, int64_t height, int64_t widt
       p[2] = static_cast<uint8_t>(*id);
     }
   }
-  std::vector<uint8_t> png;
-  if (!cv::imencode(".png", image, png)) throw Error(name + ": cannot encode the id map as PNG");
+  const std::vector<unsigned char> png = data::encode_png(image);
   return std::string(png.begin(), png.end());
 }
 

@@ -5,7 +5,7 @@
 // ("<task>/AP", dataset-prefixed ones too; points joined by lines). Each panel has axes, ticks
 // with values, a grid and a legend.
 //
-//   cv::imwrite("curves.png", draw_training_curves(read_metrics_json("out/metrics.json")));
+//   data::write_image("curves.png", draw_training_curves(read_metrics_json("out/metrics.json")));
 #include <cstdint>
 #include <map>
 #include <opencv2/core.hpp>

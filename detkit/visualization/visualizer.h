@@ -6,7 +6,7 @@
 // smaller than VisualizerOptions::min_short_side are drawn enlarged so that labels stay legible.
 //
 //   cv::Mat canvas = draw_predictions(bgr, instances, class_names);
-//   cv::imwrite("out.png", canvas);
+//   data::write_image("out.png", canvas);  // detkit/data/image/image_write.h
 #include <ATen/core/Tensor.h>
 
 #include <array>

@@ -1,15 +1,15 @@
 // detkit._C's image reading for detkit.data.detection_utils.read_image: the data pipeline's own
 // reader (detkit/data/image/image_io.h: EXIF orientation applied, truncated or oversized files
 // refused naming the file), returning an (H, W, 3) uint8 numpy array in BGR or RGB order; and
-// writing one (OpenCV's imwrite, as `detkit infer` writes its drawings).
+// writing one (image_write.h, as `detkit infer` writes its drawings).
 #include <pybind11/numpy.h>
 
 #include <cstring>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
 
 #include "detkit/data/image/image_io.h"
+#include "detkit/data/image/image_write.h"
 #include "detkit/utils/error.h"
 #include "python/src/bindings.h"
 
@@ -42,16 +42,15 @@ void bind_image(py::module_& m) {
         cv::cvtColor(cv::Mat(static_cast<int>(rgb.shape(0)), static_cast<int>(rgb.shape(1)),
                              CV_8UC3, const_cast<uint8_t*>(rgb.data())),
                      bgr, cv::COLOR_RGB2BGR);
-        bool written = false;
         try {
-          written = cv::imwrite(path, bgr);
-        } catch (const cv::Exception& e) {
-          throw Error("write_image: " + path + ": " + e.what());
+          data::write_image(path, bgr);
+        } catch (const Error& e) {
+          throw Error(std::string("write_image: ") + e.what());
         }
-        if (!written) throw Error("write_image: could not write " + path);
       },
       py::arg("path"), py::arg("rgb"),
-      "an RGB (H, W, 3) uint8 image written by OpenCV, in the format the extension names");
+      "an RGB (H, W, 3) uint8 image written in the format the extension names (PNG, JPEG, or "
+      "others through OpenCV)");
 }
 
 }  // namespace detkit::python

@@ -5,7 +5,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "detkit/data/image/exif_orientation.h"
 #include "detkit/data/image/jpeg_decode.h"
+#include "detkit/data/image/opencv_codecs.h"
+#include "detkit/data/image/png_codec.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -97,15 +100,25 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
   }
   const std::vector<unsigned char> bytes = read_checked_image_bytes(path);
   const bool rgb = format == "RGB";
-  // JPEGs without a rotation go the fast way; anything else (PNG, rotated, CMYK) through OpenCV.
-  if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8 &&
-      jpeg_exif_orientation(bytes) == 1) {
-    cv::Mat image = decode_jpeg(bytes, rgb);
-    if (!image.empty()) return image;
+  if (bytes.size() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8) {
+    // TurboJPEG, then the EXIF rotation; CMYK, damaged data or an unreadable EXIF block go to
+    // OpenCV below, as libjpeg there decodes what TurboJPEG refuses.
+    const int orientation = jpeg_exif_orientation(bytes);
+    if (orientation != 0) {
+      cv::Mat image = decode_jpeg(bytes, rgb);
+      if (!image.empty()) return apply_exif_orientation(image, orientation);
+    }
+  } else if (is_png(bytes)) {
+    std::string error;
+    int orientation = 1;
+    cv::Mat image = decode_png(bytes, PngChannels::kColor, &error, &orientation);
+    if (image.empty()) throw Error(path + ": not a readable image (PNG: " + error + ")");
+    if (rgb) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+    return apply_exif_orientation(image, orientation);
   }
   cv::Mat image;
   try {
-    image = cv::imdecode(bytes, cv::IMREAD_COLOR);  // BGR, EXIF orientation applied
+    image = opencv_imdecode(bytes, cv::IMREAD_COLOR, path);  // BGR, EXIF orientation applied
   } catch (const cv::Exception& e) {
     // OpenCV refuses some inputs by throwing (a size over its own pixel limit, in a format whose
     // header is not read above, or a JPEG header TurboJPEG did not parse): named here too.
@@ -113,6 +126,25 @@ cv::Mat read_image(const std::string& path, const std::string& format) {
   }
   if (image.empty()) throw Error(path + ": not a readable image (OpenCV could not decode it)");
   if (rgb) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+  return image;
+}
+
+cv::Mat decode_image_unchanged(const std::vector<unsigned char>& bytes, const std::string& what,
+                               const std::string& kind) {
+  cv::Mat image;
+  if (is_png(bytes)) {
+    std::string error;
+    image = decode_png(bytes, PngChannels::kUnchanged, &error);
+    if (image.empty()) throw Error(what + ": not a readable " + kind + " (PNG: " + error + ")");
+    return image;
+  }
+  try {
+    image = opencv_imdecode(bytes, cv::IMREAD_UNCHANGED, what);
+  } catch (const cv::Exception& e) {
+    throw Error(what + ": not a readable " + kind + " (OpenCV: " + e.err + ")");
+  }
+  if (image.empty())
+    throw Error(what + ": not a readable " + kind + " (OpenCV could not decode it)");
   return image;
 }
 

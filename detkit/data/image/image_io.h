@@ -19,8 +19,15 @@ inline constexpr int64_t kMaxImagePixels = 89478485;
 /// encoded_image_size reads: every format Debian's OpenCV 4.6 decodes but DICOM, which is
 /// limited by OpenCV's own threshold, 2^30 pixels).
 /// Whatever cannot be read or decoded (OpenCV's exceptions included) is a detkit::Error naming
-/// the file.
+/// the file. JPEG (TurboJPEG) and PNG (libpng) are decoded by detkit, other formats by OpenCV's
+/// imgcodecs, loaded when first needed (opencv_codecs.h); the pixels are imdecode's either way.
 cv::Mat read_image(const std::string& path, const std::string& format);
+
+/// The encoded image as cv::imdecode(bytes, IMREAD_UNCHANGED) gives it (channels and depth as
+/// stored, no EXIF rotation): PNG by libpng, other formats by OpenCV's imgcodecs. Undecodable
+/// data is a detkit::Error "<what>: not a readable <kind> (...)".
+cv::Mat decode_image_unchanged(const std::vector<unsigned char>& bytes, const std::string& what,
+                               const std::string& kind);
 
 /// The bytes of the image file at `path`, refused (a detkit::Error naming the file) when the file
 /// is missing, unreadable, empty, truncated (JPEG, PNG), declares more than kMaxImagePixels, or is

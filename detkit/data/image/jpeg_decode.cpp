@@ -6,48 +6,11 @@
 #include <cstring>
 #include <memory>
 
+#include "detkit/data/image/exif_orientation.h"
+
 namespace detkit::data {
 
 namespace {
-
-// Reads EXIF's TIFF integers in the block's byte order.
-struct TiffReader {
-  const unsigned char* data;
-  size_t size;
-  bool big_endian;
-  bool u16(size_t at, uint32_t* v) const {
-    if (at + 2 > size) return false;
-    *v = big_endian ? (data[at] << 8 | data[at + 1]) : (data[at + 1] << 8 | data[at]);
-    return true;
-  }
-  bool u32(size_t at, uint32_t* v) const {
-    uint32_t hi = 0, lo = 0;
-    if (!u16(at, big_endian ? &hi : &lo) || !u16(at + 2, big_endian ? &lo : &hi)) return false;
-    *v = hi << 16 | lo;
-    return true;
-  }
-};
-
-// Orientation from an APP1 payload ("Exif\0\0" + TIFF block): 1 without the tag, 0 if malformed.
-int orientation_from_exif(const unsigned char* p, size_t n) {
-  if (n < 6 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;  // another APP1 (XMP...)
-  TiffReader tiff{p + 6, n - 6, false};
-  if (tiff.size < 8) return 0;
-  if (std::memcmp(tiff.data, "MM", 2) == 0)
-    tiff.big_endian = true;
-  else if (std::memcmp(tiff.data, "II", 2) != 0)
-    return 0;
-  uint32_t magic = 0, ifd = 0, entries = 0;
-  if (!tiff.u16(2, &magic) || magic != 42 || !tiff.u32(4, &ifd) || !tiff.u16(ifd, &entries))
-    return 0;
-  for (uint32_t e = 0; e < entries; ++e) {
-    const size_t entry = ifd + 2 + 12 * static_cast<size_t>(e);
-    uint32_t tag = 0, value = 0;
-    if (!tiff.u16(entry, &tag) || !tiff.u16(entry + 8, &value)) return 0;
-    if (tag == 0x0112) return value >= 1 && value <= 8 ? static_cast<int>(value) : 0;
-  }
-  return 1;
-}
 
 struct TjHandleDeleter {
   void operator()(void* handle) const { tjDestroy(handle); }
@@ -63,7 +26,13 @@ int jpeg_exif_orientation(const std::vector<unsigned char>& bytes) {
     const size_t length = static_cast<size_t>(bytes[i + 2]) << 8 | bytes[i + 3];
     if (length < 2 || i + 2 + length > bytes.size()) return 0;
     if (marker == 0xE1) {
-      const int orientation = orientation_from_exif(bytes.data() + i + 4, length - 2);
+      const unsigned char* payload = bytes.data() + i + 4;  // "Exif\0\0" + a TIFF block
+      const size_t size = length - 2;
+      if (size < 6 || std::memcmp(payload, "Exif\0\0", 6) != 0) {  // another APP1 (XMP...)
+        i += 2 + length;
+        continue;
+      }
+      const int orientation = exif_orientation_of_tiff(payload + 6, size - 6);
       if (orientation != 1) return orientation;
     }
     i += 2 + length;

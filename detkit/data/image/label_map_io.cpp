@@ -1,6 +1,5 @@
 #include "detkit/data/image/label_map_io.h"
 
-#include <opencv2/imgcodecs.hpp>
 #include <vector>
 
 #include "detkit/data/image/image_io.h"
@@ -28,15 +27,9 @@ cv::Mat pil_luma(const cv::Mat& bgr_or_bgra) {
 
 cv::Mat read_label_map(const std::string& path) {
   const std::vector<unsigned char> bytes = read_checked_image_bytes(path);
-  cv::Mat image;
-  try {
-    // UNCHANGED keeps one channel one channel (IMREAD_GRAYSCALE would also accept colour files
-    // with OpenCV's own luma weights); palette PNGs come out as BGR.
-    image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw Error(path + ": not a readable label map (OpenCV: " + e.err + ")");
-  }
-  if (image.empty()) throw Error(path + ": not a readable label map (OpenCV could not decode it)");
+  // UNCHANGED keeps one channel one channel (IMREAD_GRAYSCALE would also accept colour files
+  // with OpenCV's own luma weights); palette PNGs come out as BGR.
+  const cv::Mat image = decode_image_unchanged(bytes, path, "label map");
   if (image.depth() != CV_8U) {
     throw Error(path +
                 ": a label map must have 8 bits per channel (Detectron2 reads it as PIL's "

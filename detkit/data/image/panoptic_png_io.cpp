@@ -1,6 +1,5 @@
 #include "detkit/data/image/panoptic_png_io.h"
 
-#include <opencv2/imgcodecs.hpp>
 #include <vector>
 
 #include "detkit/data/image/image_io.h"
@@ -10,16 +9,9 @@ namespace detkit::data {
 
 cv::Mat read_panoptic_ids(const std::string& path) {
   const std::vector<unsigned char> bytes = read_checked_image_bytes(path);
-  cv::Mat image;
-  try {
-    // UNCHANGED keeps the channels as stored: a grey file stays one channel (and is refused below
-    // instead of being widened to grey RGB), palette PNGs come out as BGR like PIL's RGB.
-    image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw Error(path + ": not a readable panoptic PNG (OpenCV: " + e.err + ")");
-  }
-  if (image.empty())
-    throw Error(path + ": not a readable panoptic PNG (OpenCV could not decode it)");
+  // UNCHANGED keeps the channels as stored: a grey file stays one channel (and is refused below
+  // instead of being widened to grey RGB), palette PNGs come out as BGR like PIL's RGB.
+  const cv::Mat image = decode_image_unchanged(bytes, path, "panoptic PNG");
   if (image.depth() != CV_8U) {
     throw Error(path + ": a panoptic PNG must have 8 bits per channel, this one has " +
                 std::to_string(image.elemSize1() * 8) + " bits");

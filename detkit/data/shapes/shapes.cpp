@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <opencv2/imgcodecs.hpp>
 #include <thread>
 #include <vector>
 
+#include "detkit/data/image/jpeg_encode.h"
+#include "detkit/data/image/png_codec.h"
 #include "detkit/data/shapes/shapes_coco.h"
 #include "detkit/data/shapes/shapes_panoptic.h"
 #include "detkit/data/shapes/shapes_random.h"
@@ -79,8 +80,10 @@ void parallel_for(int count, int workers, const std::function<void(int)>& task) 
 
 void write_png(const fs::path& path, const cv::Mat& image) {
   std::vector<uint8_t> png;
-  if (!cv::imencode(".png", image, png)) {
-    throw Error("make_shapes: OpenCV could not encode '" + path.string() + "'");
+  try {
+    png = encode_png(image);
+  } catch (const Error& e) {
+    throw Error("make_shapes: '" + path.string() + "': " + e.what());
   }
   atomic_write(path.string(), std::string(png.begin(), png.end()));
 }
@@ -124,8 +127,10 @@ void write_split(const ShapesOptions& options, const std::string& split, int cou
     char name[32];
     std::snprintf(name, sizeof(name), "%06d.jpg", i + 1);
     std::vector<uint8_t> jpeg;
-    if (!cv::imencode(".jpg", scene.image, jpeg, {cv::IMWRITE_JPEG_QUALITY, kJpegQuality})) {
-      throw Error("make_shapes: OpenCV could not encode image " + split + "/" + name);
+    try {
+      jpeg = encode_jpeg(scene.image, kJpegQuality);
+    } catch (const Error& e) {
+      throw Error("make_shapes: image " + split + "/" + name + ": " + e.what());
     }
     atomic_write((image_dir / name).string(), std::string(jpeg.begin(), jpeg.end()));
     images[i] = {name, options.width, options.height, annotate_scene(scene)};

@@ -21,7 +21,7 @@ struct ShapesSegment {
 
 struct ShapesPanoptic {
   cv::Mat ids_bgr;   // CV_8UC3, each pixel's segment id as B = id / 256^2, G, R = id % 256
-                     // (cv::imencode writes it as the RGB PNG COCO panoptic expects)
+                     // (encode_png writes it as the RGB PNG COCO panoptic expects)
   cv::Mat semantic;  // CV_8U: shapes 0, stuff categories 1, 2, 3 in id order (no
                      // void: every pixel has a segment)
   std::vector<ShapesSegment> segments;  // the shapes in drawing order, then the stuff present

@@ -1,5 +1,5 @@
 // The TurboJPEG path of read_image: the same pixels as OpenCV's decoder on every real coco_tiny
-// JPEG, and EXIF orientation read correctly so rotated photos still take OpenCV's path.
+// JPEG, and EXIF orientation read and applied as OpenCV applies it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -108,16 +108,24 @@ TEST(JpegDecode, ReadsExifOrientation) {
   EXPECT_TRUE(decode_jpeg({0xFF, 0xD8, 0xFF, 0xD9}, false).empty());
 }
 
-TEST(JpegDecode, RotatedJpegIsStillTurnedByReadImage) {
+TEST(JpegDecode, EveryExifOrientationIsAppliedAsOpenCvDoes) {
+  // TurboJPEG's pixels turned by apply_exif_orientation, against OpenCV's imdecode (libjpeg and
+  // its own EXIF transform) on the same file, for the eight orientations.
   testing::TempDir dir("jpeg_exif");
-  const auto rotated = with_exif(plain_jpeg(), 6, false);  // 6: rotate 90 degrees clockwise
-  const std::string path = dir.path("rotated.jpg");
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(rotated.data()), rotated.size());
-  const cv::Mat image = read_image(path, "BGR");
-  EXPECT_EQ(image.rows, 40);
-  EXPECT_EQ(image.cols, 24);
-  EXPECT_EQ(max_diff(image, cv::imdecode(rotated, cv::IMREAD_COLOR)), 0.0);
+  const auto plain = plain_jpeg();
+  for (int orientation = 1; orientation <= 8; ++orientation) {
+    const auto rotated = with_exif(plain, static_cast<uint16_t>(orientation), orientation % 2);
+    const std::string path = dir.path("rotated.jpg");
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(rotated.data()), rotated.size());
+    const cv::Mat image = read_image(path, "BGR");
+    EXPECT_EQ(image.rows, orientation >= 5 ? 40 : 24) << "orientation " << orientation;
+    EXPECT_EQ(max_diff(image, cv::imdecode(rotated, cv::IMREAD_COLOR)), 0.0)
+        << "orientation " << orientation;
+    cv::Mat rgb;
+    cv::cvtColor(image, rgb, cv::COLOR_BGR2RGB);
+    EXPECT_EQ(max_diff(read_image(path, "RGB"), rgb), 0.0) << "orientation " << orientation;
+  }
 }
 
 }  // namespace
