@@ -6,6 +6,7 @@
 #include <random>
 
 #include "detkit/data/transforms/sample_rng.h"
+#include "detkit/utils/cuda_build.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::data {
@@ -96,6 +97,7 @@ structures::ModelInput TrainLoader::map_sample(uint64_t position, size_t index) 
     try {
       structures::ModelInput input = mapper_(*loc.dataset, loc.image_index, rng);
       input.sampling_seed = model_sampling_seed(options_.seed, position);
+      if (options_.pin_memory) input.image = input.image.pin_memory();
       return input;
     } catch (const BadImage& bad) {
       bad_images_.record(index, bad);           // throws with ON_BAD_IMAGE error, or too many bad
@@ -175,6 +177,8 @@ TrainLoaderOptions train_loader_options_from_config(const config::CfgNode& cfg, 
   options.world_size = world_size;
   options.world_size_invariant = cfg.get_bool("DATALOADER.WORLD_SIZE_INVARIANT");
   options.bad_images = bad_image_options_from_config(cfg, rank);
+  options.pin_memory =
+      cfg.get_string("MODEL.DEVICE").rfind("cuda", 0) == 0 && visible_gpu_count() > 0;
   if (seed) {
     options.seed = *seed;
   } else if (cfg.get_int("SEED") >= 0) {

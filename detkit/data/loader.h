@@ -60,6 +60,9 @@ struct TrainLoaderOptions {
   /// (any image without grouping) that is not bad, with the sample's own augmentation draws: the
   /// batches then depend on the seed and the files only, and a resumed run repeats them.
   BadImageOptions bad_images;
+  /// Each image in page-locked memory once mapped (in the worker), so that the model's copy to
+  /// a GPU runs without blocking the host; from MODEL.DEVICE cuda where a GPU is visible.
+  bool pin_memory = false;
 };
 
 /// An infinite stream of training batches.

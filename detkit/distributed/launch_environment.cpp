@@ -137,15 +137,19 @@ bool init_from_environment(std::chrono::milliseconds timeout) {
   auto job = job_from_environment([](const char* name) { return std::getenv(name); });
   if (!job) return false;
   job->rendezvous.timeout = timeout;
-  install(std::make_shared<GlooCommunicator>(job->topology, job->rendezvous));
+  // One GPU per rank, made current before NCCL binds to it; NCCL where there is one (as
+  // Detectron2's launch), Gloo on CPU; DETKIT_DIST_BACKEND chooses.
   const int gpu = use_gpu_of_local_rank(job->topology.local_rank);
-  spdlog::info(
-      "Joined the job of {} started by {}: rank {} of {} (local rank {} of {}), "
-      "master {}:{}, backend gloo{}",
-      job->topology.world_size, job->launcher, job->topology.rank, job->topology.world_size,
-      job->topology.local_rank, job->topology.local_world_size, job->rendezvous.master_addr,
-      job->rendezvous.master_port,
-      gpu < 0 ? "" : ", GPU " + std::to_string(gpu) + " (MODEL.DEVICE cuda)");
+  job->rendezvous.gpu = gpu;
+  const char* backend = std::getenv("DETKIT_DIST_BACKEND");
+  job->rendezvous.backend = backend && *backend ? backend : gpu >= 0 ? "nccl" : "gloo";
+  auto communicator = std::make_shared<ProcessGroupCommunicator>(job->topology, job->rendezvous);
+  install(communicator);
+  spdlog::info("Joined the job of {} started by {}: rank {} of {} (local rank {} of {}), {}{}",
+               job->topology.world_size, job->launcher, job->topology.rank,
+               job->topology.world_size, job->topology.local_rank, job->topology.local_world_size,
+               communicator->description(),
+               gpu < 0 ? "" : ", GPU " + std::to_string(gpu) + " (MODEL.DEVICE cuda)");
   return true;
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "detkit/distributed/comm.h"
-#include "detkit/distributed/gloo_communicator.h"
+#include "detkit/distributed/process_group_communicator.h"
 
 namespace detkit::distributed {
 

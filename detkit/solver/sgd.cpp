@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "detkit/solver/sgd_kernel.h"
+#include "detkit/solver/sgd_multi_tensor.h"
 #include "detkit/solver/state_ivalue.h"
 #include "detkit/utils/error.h"
 
@@ -84,6 +85,41 @@ bool SGD::fused_step(SGDParamGroup& group, size_t i) {
   return true;
 }
 
+std::vector<char> SGD::multi_tensor_step(SGDParamGroup& group) {
+  std::vector<char> done(group.params.size(), 0);
+  const bool momentum = group.momentum != 0;
+  // [0]: parameters with a momentum buffer (or none needed), [1]: those starting one
+  std::vector<at::Tensor> params[2], grads[2], buffers[2];
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const at::Tensor& p = group.params[i];
+    const at::Tensor& grad = p.grad();
+    if (!grad.defined() || !multi_tensor_sgd_takes(p) || !multi_tensor_sgd_takes(grad) ||
+        grad.sizes() != p.sizes())
+      continue;
+    at::Tensor& buffer = group.momentum_buffers[i];
+    bool first = false;
+    if (momentum && !buffer.defined()) {
+      buffer = at::empty_like(p);  // started as d by the kernel
+      first = true;
+    } else if (momentum && (!multi_tensor_sgd_takes(buffer) || buffer.sizes() != p.sizes())) {
+      continue;
+    }
+    params[first].push_back(p);
+    grads[first].push_back(grad);
+    if (momentum) buffers[first].push_back(buffer);
+    done[i] = 1;
+  }
+  MultiTensorSgd options;
+  options.lr = group.lr;
+  options.momentum = group.momentum;
+  options.dampening = group.dampening;
+  options.weight_decay = group.weight_decay;
+  options.nesterov = group.nesterov;
+  for (int first = 0; first < 2; ++first)
+    multi_tensor_sgd(params[first], grads[first], buffers[first], options, first == 1);
+  return done;
+}
+
 bool SGD::step() {
   at::NoGradGuard no_grad;
   if (clipper_) {
@@ -92,9 +128,10 @@ bool SGD::step() {
     }
   }
   for (SGDParamGroup& group : groups_) {
+    const std::vector<char> on_gpu = multi_tensor_step(group);
     for (size_t i = 0; i < group.params.size(); ++i) {
       at::Tensor& p = group.params[i];
-      if (!p.grad().defined()) continue;
+      if (on_gpu[i] || !p.grad().defined()) continue;
       if (fused_step(group, i)) continue;
       at::Tensor d_p = p.grad();
       if (group.weight_decay != 0) d_p = d_p.add(p, group.weight_decay);

@@ -82,6 +82,9 @@ class SGD : public Optimizer {
   // its gradient and its momentum buffer (from the second step on) are contiguous float32 CPU
   // tensors; returns false, having changed nothing, otherwise: the op-by-op path then updates it.
   bool fused_step(SGDParamGroup& group, size_t i);
+  /// The group's CUDA float parameters in torch's multi-tensor kernel (sgd_multi_tensor.h);
+  /// which parameters it updated.
+  std::vector<char> multi_tensor_step(SGDParamGroup& group);
 
   SGDOptions defaults_;
   std::vector<SGDParamGroup> groups_;

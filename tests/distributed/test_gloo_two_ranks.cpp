@@ -7,10 +7,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/nn/modules/linear.h>
 #include <unistd.h>
@@ -23,8 +21,8 @@
 #include <thread>
 
 #include "detkit/config/defaults.h"
-#include "detkit/distributed/gloo_communicator.h"
 #include "detkit/distributed/launch_environment.h"
+#include "detkit/distributed/process_group_communicator.h"
 #include "detkit/engine/amp_trainer.h"
 #include "detkit/engine/precise_bn.h"
 #include "detkit/engine/trainer.h"
@@ -33,6 +31,7 @@
 #include "detkit/solver/build.h"
 #include "detkit/utils/error.h"
 #include "detkit/utils/file_io.h"
+#include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
 
 extern char** environ;
@@ -40,18 +39,7 @@ extern char** environ;
 namespace detkit::distributed {
 namespace {
 
-// A port nothing listens on now (the kernel's pick for a bound-and-closed socket).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::free_port;
 
 class Toy : public modeling::MetaArch {
  public:
@@ -324,7 +312,7 @@ TEST(GlooWorker, TwoRanksTrainLikeOneProcess) {
     Rendezvous r;
     r.master_port = std::atoi(std::getenv("DETKIT_GLOO_PORT2"));
     r.timeout = std::chrono::seconds(2);
-    GlooCommunicator second({rank, 2, rank, 2}, r);
+    ProcessGroupCommunicator second({rank, 2, rank, 2}, r);
     if (rank == 0) {
       const auto start = std::chrono::steady_clock::now();
       try {
@@ -414,7 +402,7 @@ TEST(GlooTwoRanks, ARankWhoseMasterNeverComesIsNamed) {
   r.master_port = port;
   r.timeout = std::chrono::seconds(2);
   try {
-    GlooCommunicator comm({1, 2, 1, 2}, r);
+    ProcessGroupCommunicator comm({1, 2, 1, 2}, r);
     ADD_FAILURE() << "joined a job whose rank 0 never started";
   } catch (const Error& e) {
     const std::string message = e.what();
@@ -435,7 +423,7 @@ TEST(GlooTwoRanks, AMasterWhosePeerNeverComesSaysHowManyArrived) {
   r.timeout = std::chrono::seconds(2);
   const auto start = std::chrono::steady_clock::now();
   try {
-    GlooCommunicator comm({0, 2, 0, 2}, r);
+    ProcessGroupCommunicator comm({0, 2, 0, 2}, r);
     ADD_FAILURE() << "rank 0 formed a job of 2 alone";
   } catch (const Error& e) {
     const std::string message = e.what();

@@ -29,7 +29,11 @@ structures::ImageList normalize_and_pad_images(const std::vector<structures::Mod
     min_size.second = std::max(min_size.second, input.min_padded_width);
     TORCH_CHECK(input.image.dim() == 3 && input.image.size(0) == pixel_mean.size(0),
                 "model input must be (", pixel_mean.size(0), ", H, W), got ", input.image.sizes());
-    images.push_back((input.image.to(pixel_mean.device(), at::kFloat) - pixel_mean) / pixel_std);
+    // To the model's device as stored (uint8: a quarter of float's bytes), without blocking the
+    // host where the loader pinned it, then to float there.
+    const bool pinned = pixel_mean.is_cuda() && input.image.is_pinned();
+    const at::Tensor image = input.image.to(pixel_mean.device(), /*non_blocking=*/pinned);
+    images.push_back((image.to(at::kFloat) - pixel_mean) / pixel_std);
   }
   return structures::ImageList::from_tensors(images, size_divisibility, 0.0, min_size);
 }

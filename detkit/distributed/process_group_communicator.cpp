@@ -1,26 +1,35 @@
-#include "detkit/distributed/gloo_communicator.h"
+#include "detkit/distributed/process_group_communicator.h"
 
 #include <arpa/inet.h>
 #include <c10/core/InferenceMode.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <spdlog/spdlog.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "detkit/distributed/nccl_backend.h"
 #include "detkit/utils/error.h"
 
 namespace detkit::distributed {
 
-struct GlooCommunicator::Group {
+struct ProcessGroupCommunicator::Group {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  c10::intrusive_ptr<c10d::Backend> nccl;  // backend "nccl" only
+
+  // NCCL for CUDA tensors where the job has it, Gloo for the rest.
+  c10d::Backend& for_tensor(const at::Tensor& t) const {
+    if (nccl && t.is_cuda()) return *nccl;
+    return *gloo;
+  }
 };
 
 namespace {
@@ -31,9 +40,14 @@ std::string where(const Topology& t, const Rendezvous& r) {
 
 // Waits for a collective; a failure or a time-out names the rank and what it was doing.
 void wait_for(const c10::intrusive_ptr<c10d::Work>& work, const Topology& t, const Rendezvous& r,
-              const char* what) {
+              const char* what, bool on_gpu = false) {
   try {
-    work->wait(r.timeout);
+    // An NCCL collective's wait makes the current CUDA stream wait for it, without blocking the
+    // host (NCCL's watchdog enforces the time-out); given a time-out it would block the host.
+    if (on_gpu)
+      work->wait();
+    else
+      work->wait(r.timeout);
   } catch (const c10::Error& e) {
     throw Error(where(t, r) + ": " + what + " failed: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
@@ -56,18 +70,20 @@ c10::intrusive_ptr<c10d::Work> start(const Topology& t, const Rendezvous& r, con
 
 // Starts a collective and waits for it.
 template <typename F>
-void run(const Topology& t, const Rendezvous& r, const char* what, F f) {
-  wait_for(start(t, r, what, f), t, r, what);
+void run(const Topology& t, const Rendezvous& r, const char* what, F f, bool on_gpu = false) {
+  wait_for(start(t, r, what, f), t, r, what, on_gpu);
 }
 
-class GlooPending : public PendingCollective {
+class GroupPending : public PendingCollective {
  public:
-  GlooPending(c10::intrusive_ptr<c10d::Work> work, const Topology& t, const Rendezvous& r)
-      : work_(std::move(work)), topology_(t), rendezvous_(r) {}
-  void wait() override { wait_for(work_, topology_, rendezvous_, "all-reduce"); }
+  GroupPending(c10::intrusive_ptr<c10d::Work> work, const Topology& t, const Rendezvous& r,
+               bool on_gpu)
+      : work_(std::move(work)), topology_(t), rendezvous_(r), on_gpu_(on_gpu) {}
+  void wait() override { wait_for(work_, topology_, rendezvous_, "all-reduce", on_gpu_); }
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
+  bool on_gpu_;
   Topology topology_;
   Rendezvous rendezvous_;
 };
@@ -131,9 +147,21 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 }
 }  // namespace
 
-GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& rendezvous)
+ProcessGroupCommunicator::ProcessGroupCommunicator(const Topology& topology,
+                                                   const Rendezvous& rendezvous)
     : topology_(topology), rendezvous_(rendezvous), group_(std::make_unique<Group>()) {
   check_topology(topology_);
+  if (rendezvous_.backend != "gloo" && rendezvous_.backend != "nccl")
+    throw Error(where(topology_, rendezvous_) + ": unknown backend '" + rendezvous_.backend +
+                "' (DETKIT_DIST_BACKEND): 'gloo' or 'nccl'");
+  if (rendezvous_.backend == "nccl" && !nccl_available())
+    throw Error(where(topology_, rendezvous_) +
+                ": the NCCL backend needs detkit built with CUDA (DETKIT_CUDA=ON); this one was "
+                "built without it: use DETKIT_DIST_BACKEND=gloo");
+  if (rendezvous_.backend == "nccl" && rendezvous_.gpu < 0)
+    throw Error(where(topology_, rendezvous_) +
+                ": the NCCL backend needs a GPU for each rank, and this rank sees none "
+                "(CUDA_VISIBLE_DEVICES, the driver): use DETKIT_DIST_BACKEND=gloo");
   if (rendezvous_.master_port <= 0 || rendezvous_.master_port > 65535)
     throw Error(where(topology_, rendezvous_) + ": the master port must be in 1..65535");
   try {
@@ -156,55 +184,73 @@ GlooCommunicator::GlooCommunicator(const Topology& topology, const Rendezvous& r
   try {
     auto pg_options = c10d::ProcessGroupGloo::Options::create(rendezvous_.timeout);
     pg_options->devices.push_back(gloo_device(rendezvous_.master_addr));
-    group_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        group_->store, topology_.rank, topology_.world_size, pg_options);
+    group_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, topology_.rank,
+                                                               topology_.world_size, pg_options);
+    if (rendezvous_.backend == "nccl")
+      group_->nccl = make_nccl_backend(
+          c10::make_intrusive<c10d::PrefixStore>("nccl", group_->store), topology_.rank,
+          topology_.world_size, rendezvous_.gpu, rendezvous_.timeout);
   } catch (const c10::Error& e) {
-    throw Error(where(topology_, rendezvous_) + ": could not join the job: " +
-                e.what_without_backtrace());
+    throw Error(where(topology_, rendezvous_) +
+                ": could not join the job: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw Error(where(topology_, rendezvous_) + ": could not join the job: " + e.what());
   }
 }
 
-std::string GlooCommunicator::description() const {
+std::string ProcessGroupCommunicator::description() const {
   return "master " + rendezvous_.master_addr + ":" + std::to_string(rendezvous_.master_port) +
-         ", backend gloo";
+         (group_->nccl ? ", backend nccl on GPU " + std::to_string(rendezvous_.gpu) +
+                             " (gloo for CPU tensors)"
+                       : ", backend gloo");
 }
 
-GlooCommunicator::~GlooCommunicator() = default;
+ProcessGroupCommunicator::~ProcessGroupCommunicator() = default;
 
-void GlooCommunicator::barrier() {
-  run(topology_, rendezvous_, "barrier", [&] { return group_->pg->barrier(); });
+bool ProcessGroupCommunicator::on_gpu(const at::Tensor& t) const {
+  return group_->nccl && t.is_cuda();
 }
 
-void GlooCommunicator::all_reduce_sum(std::vector<at::Tensor>& tensors) {
+void ProcessGroupCommunicator::barrier() {
+  run(topology_, rendezvous_, "barrier", [&] { return group_->gloo->barrier(); });
+}
+
+void ProcessGroupCommunicator::all_reduce_sum(std::vector<at::Tensor>& tensors) {
   for (at::Tensor& t : tensors) {
     std::vector<at::Tensor> one = {t};
-    run(topology_, rendezvous_, "all-reduce", [&] { return group_->pg->allreduce(one); });
+    run(
+        topology_, rendezvous_, "all-reduce", [&] { return group_->for_tensor(t).allreduce(one); },
+        on_gpu(t));
   }
 }
 
-void GlooCommunicator::broadcast(std::vector<at::Tensor>& tensors, int root) {
+void ProcessGroupCommunicator::broadcast(std::vector<at::Tensor>& tensors, int root) {
   for (at::Tensor& t : tensors) {
     std::vector<at::Tensor> one = {t};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    run(topology_, rendezvous_, "broadcast", [&] { return group_->pg->broadcast(one, options); });
+    run(
+        topology_, rendezvous_, "broadcast",
+        [&] { return group_->for_tensor(t).broadcast(one, options); }, on_gpu(t));
   }
 }
 
-std::unique_ptr<PendingCollective> GlooCommunicator::start_all_reduce_sum(const at::Tensor& tensor) {
+std::unique_ptr<PendingCollective> ProcessGroupCommunicator::start_all_reduce_sum(
+    const at::Tensor& tensor) {
   std::vector<at::Tensor> one = {tensor};
-  auto work = start(topology_, rendezvous_, "all-reduce", [&] { return group_->pg->allreduce(one); });
-  return std::make_unique<GlooPending>(std::move(work), topology_, rendezvous_);
+  auto work = start(topology_, rendezvous_, "all-reduce",
+                    [&] { return group_->for_tensor(tensor).allreduce(one); });
+  return std::make_unique<GroupPending>(std::move(work), topology_, rendezvous_, on_gpu(tensor));
 }
 
-std::vector<at::Tensor> GlooCommunicator::all_gather(const at::Tensor& input) {
+std::vector<at::Tensor> ProcessGroupCommunicator::all_gather(const at::Tensor& input) {
   c10::InferenceMode normal_tensors(false);  // Gloo writes the outputs from its own thread
   std::vector<at::Tensor> in = {input.contiguous()};
   std::vector<std::vector<at::Tensor>> out(1);
   for (int r = 0; r < topology_.world_size; ++r) out[0].push_back(at::empty_like(in[0]));
-  run(topology_, rendezvous_, "all-gather", [&] { return group_->pg->allgather(out, in); });
+  run(
+      topology_, rendezvous_, "all-gather",
+      [&] { return group_->for_tensor(in[0]).allgather(out, in); }, on_gpu(in[0]));
   return out[0];
 }
 
