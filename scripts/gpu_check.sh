@@ -12,7 +12,8 @@
 # /tmp/gpu_check), the check going on after a failed step:
 #   1 versions   `detkit --version`: torch, CUDA, cuDNN, NCCL, the GPU seen
 #   2 cuda ops   test_ops's CudaKernels suite: ROIAlign (forward, backward, multi-level), NMS,
-#                batched NMS, box IoU, mask pasting and autocast, CUDA against the CPU kernels; and
+#                batched NMS, box IoU, mask pasting, deform_conv2d and autocast, CUDA against the
+#                CPU kernels; and
 #                test_distributed's NcclBackend suite: one rank over NCCL on loopback; test_solver's
 #                SgdMultiTensor: SGD's update of CUDA parameters in one kernel against the CPU's
 #   3 parity     test_modeling's Detectron2 parity suites with DETKIT_TEST_DEVICE=cuda: every

@@ -34,13 +34,18 @@ at::Tensor DeformConv2dImpl::forward(const at::Tensor& x, const at::Tensor& offs
   if (o.modulated() != mask.defined())
     throw Error(o.modulated() ? "ModulatedDeformConv: forward needs a mask"
                               : "DeformConv: forward takes no mask (v1)");
-  // ops::deform_conv2d has a CPU kernel only: off the CPU every argument is copied to the host
-  // in fp32 (double stays double; no CPU autocast rule applies there) and the result copied
-  // back, autograd carrying the gradients through the copies. Slow, but correct.
-  const bool on_host = x.device().is_cpu();
+    // ops::deform_conv2d has CPU and CUDA kernels (the latter where detkit is built with CUDA).
+    // On another device every argument is copied to the host in fp32 (double stays double; no CPU
+    // autocast rule applies there) and the result copied back, autograd carrying the gradients
+    // through the copies. Slow, but correct.
+#if defined(DETKIT_WITH_CUDA)
+  const bool direct = x.device().is_cpu() || x.device().is_cuda();
+#else
+  const bool direct = x.device().is_cpu();
+#endif
   const at::ScalarType host_dtype = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const auto argument = [&](const at::Tensor& t) {
-    if (!t.defined() || on_host) return t;
+    if (!t.defined() || direct) return t;
     return t.to(at::kCPU, host_dtype);
   };
   const auto optional = [&](const at::Tensor& t) {
@@ -50,7 +55,7 @@ at::Tensor DeformConv2dImpl::forward(const at::Tensor& x, const at::Tensor& offs
       ops::deform_conv2d(argument(x), argument(weight_), argument(offset), optional(mask),
                          optional(bias_), o.stride(), o.stride(), o.padding(), o.padding(),
                          o.dilation(), o.dilation(), o.groups(), o.deformable_groups());
-  if (!on_host) y = y.to(x.device(), x.scalar_type());
+  if (!direct) y = y.to(x.device(), x.scalar_type());
   if (!norm_.is_empty()) {
     record_norm_input(*norm_.ptr(), y);  // for precise BatchNorm's weights
     y = norm_.forward(y);

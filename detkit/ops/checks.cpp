@@ -142,4 +142,87 @@ void check_multilevel_grad_sizes(at::ArrayRef<double> spatial_scales, int64_t ba
                 " is ", heights[l], "x", widths[l]);
 }
 
+DeformConvShape check_deform_conv2d(const char* op, const at::Tensor& input,
+                                    const at::Tensor& weight, const at::Tensor& offset,
+                                    const std::optional<at::Tensor>& mask,
+                                    const std::optional<at::Tensor>& bias, int64_t stride_h,
+                                    int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                    int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                    int64_t offset_groups) {
+  TORCH_CHECK(input.dim() == 4, op, ": input must be (N, C, H, W), got sizes ", input.sizes());
+  const at::ScalarType dtype = input.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble, op,
+              ": input must be float or double, got ", dtype);
+  auto check_dtype = [&](const at::Tensor& t, const char* name) {
+    TORCH_CHECK(t.scalar_type() == dtype, op, ": ", name, " has dtype ", t.scalar_type(),
+                ", expected input's ", dtype);
+  };
+  check_dtype(weight, "weight");
+  check_dtype(offset, "offset");
+  if (mask.has_value() && mask->defined()) check_dtype(*mask, "mask");
+  if (bias.has_value() && bias->defined()) check_dtype(*bias, "bias");
+  TORCH_CHECK(weight.dim() == 4, op,
+              ": weight must be (out_channels, in_channels / groups, kh, kw), got sizes ",
+              weight.sizes());
+  TORCH_CHECK(stride_h > 0 && stride_w > 0, op, ": stride must be positive, got (", stride_h, ", ",
+              stride_w, ")");
+  TORCH_CHECK(pad_h >= 0 && pad_w >= 0, op, ": padding must be non-negative, got (", pad_h, ", ",
+              pad_w, ")");
+  TORCH_CHECK(dilation_h > 0 && dilation_w > 0, op, ": dilation must be positive, got (",
+              dilation_h, ", ", dilation_w, ")");
+  TORCH_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
+  TORCH_CHECK(offset_groups > 0, op, ": offset_groups must be positive, got ", offset_groups);
+
+  DeformConvShape s;
+  s.batch = input.size(0);
+  s.channels = input.size(1);
+  s.height = input.size(2);
+  s.width = input.size(3);
+  s.out_channels = weight.size(0);
+  s.kernel_h = weight.size(2);
+  s.kernel_w = weight.size(3);
+  s.stride_h = stride_h, s.stride_w = stride_w, s.pad_h = pad_h, s.pad_w = pad_w;
+  s.dilation_h = dilation_h, s.dilation_w = dilation_w;
+  s.groups = groups, s.offset_groups = offset_groups;
+  TORCH_CHECK(s.channels % groups == 0, op, ": input has ", s.channels,
+              " channels, not divisible by groups = ", groups);
+  TORCH_CHECK(weight.size(1) * groups == s.channels, op, ": weight has ", weight.size(1),
+              " input channels, expected in_channels / groups = ", s.channels, " / ", groups);
+  TORCH_CHECK(s.out_channels % groups == 0, op, ": weight has ", s.out_channels,
+              " output channels, not divisible by groups = ", groups);
+  TORCH_CHECK(s.kernel_h > 0 && s.kernel_w > 0, op, ": weight's kernel is ", s.kernel_h, " x ",
+              s.kernel_w, ", expected at least 1 x 1");
+  TORCH_CHECK(s.channels % offset_groups == 0, op, ": input has ", s.channels,
+              " channels, not divisible by offset_groups = ", offset_groups);
+  const int64_t extent_h = dilation_h * (s.kernel_h - 1) + 1;
+  const int64_t extent_w = dilation_w * (s.kernel_w - 1) + 1;
+  TORCH_CHECK(s.height + 2 * pad_h >= extent_h && s.width + 2 * pad_w >= extent_w, op,
+              ": input is ", s.height, " x ", s.width, ", smaller than the dilated kernel ",
+              extent_h, " x ", extent_w, " even with padding (", pad_h, ", ", pad_w, ")");
+  s.out_h = (s.height + 2 * pad_h - extent_h) / stride_h + 1;
+  s.out_w = (s.width + 2 * pad_w - extent_w) / stride_w + 1;
+
+  // offset and mask: per image, per (offset group, tap), one value (pair) per output pixel.
+  auto check_per_tap = [&](const at::Tensor& t, const char* name, int64_t per_tap,
+                           const char* expected) {
+    TORCH_CHECK(t.dim() == 4, op, ": ", name, " must be (N, ", expected,
+                ", out_h, out_w), got sizes ", t.sizes());
+    TORCH_CHECK(t.size(0) == s.batch, op, ": ", name, " has batch size ", t.size(0),
+                ", expected input's ", s.batch);
+    TORCH_CHECK(t.size(1) == per_tap * offset_groups * s.taps(), op, ": ", name, " has ", t.size(1),
+                " channels, expected ", expected, " = ", per_tap * offset_groups * s.taps());
+    TORCH_CHECK(t.size(2) == s.out_h && t.size(3) == s.out_w, op, ": ", name, " is ", t.size(2),
+                " x ", t.size(3), ", expected the output size ", s.out_h, " x ", s.out_w);
+  };
+  check_per_tap(offset, "offset", 2, "2 * offset_groups * kh * kw");
+  if (mask.has_value() && mask->defined())
+    check_per_tap(*mask, "mask", 1, "offset_groups * kh * kw");
+  if (bias.has_value() && bias->defined()) {
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == s.out_channels, op,
+                ": bias must be (out_channels) = (", s.out_channels, "), got sizes ",
+                bias->sizes());
+  }
+  return s;
+}
+
 }  // namespace detkit::ops

@@ -6,6 +6,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
+
+#include "detkit/ops/cuda/deform_conv_math.h"
 
 namespace detkit::ops {
 
@@ -51,5 +54,17 @@ void check_multilevel_features(at::TensorList features, const at::Tensor& rois,
 /// non-negative.
 void check_multilevel_grad_sizes(at::ArrayRef<double> spatial_scales, int64_t batch_size,
                                  int64_t channels, at::IntArrayRef heights, at::IntArrayRef widths);
+
+/// deform_conv2d: input (N, C, H, W), weight (O, C / groups, kh, kw), offset
+/// (N, 2 * offset_groups * kh * kw, out_h, out_w), mask (N, offset_groups * kh * kw, out_h, out_w)
+/// and bias (O) where given, of input's floating dtype; the settings positive (padding
+/// non-negative), the channels divisible by the groups. The call's sizes.
+DeformConvShape check_deform_conv2d(const char* op, const at::Tensor& input,
+                                    const at::Tensor& weight, const at::Tensor& offset,
+                                    const std::optional<at::Tensor>& mask,
+                                    const std::optional<at::Tensor>& bias, int64_t stride_h,
+                                    int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                    int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                                    int64_t offset_groups);
 
 }  // namespace detkit::ops

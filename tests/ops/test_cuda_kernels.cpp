@@ -14,6 +14,7 @@
 
 #include "detkit/ops/batched_nms.h"
 #include "detkit/ops/box_iou.h"
+#include "detkit/ops/deform_conv.h"
 #include "detkit/ops/nms.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/ops/roi_align.h"
@@ -164,6 +165,48 @@ TEST(CudaKernels, BoxIouMatchesTheCpu) {
   EXPECT_LE(d, 1e-6);
   EXPECT_EQ(box_iou(a.slice(0, 0, 0).to(kCuda), b.to(kCuda)).sizes(),
             (std::vector<int64_t>{0, 120}));
+}
+
+TEST(CudaKernels, DeformConvForwardAndBackwardMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  torch::manual_seed(5);
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const auto opt = at::TensorOptions().dtype(dtype);
+    const at::Tensor x = at::randn({2, 6, 13, 11}, opt);
+    const at::Tensor weight = at::randn({8, 3, 3, 3}, opt);        // groups 2
+    at::Tensor offset = at::randn({2, 2 * 3 * 9, 7, 6}, opt) * 4;  // offset groups 3, stride 2
+    offset.view(-1).slice(0, 0, 5).fill_(-1.0);
+    const at::Tensor mask = at::rand({2, 3 * 9, 7, 6}, opt);
+    const at::Tensor bias = at::randn({8}, opt);
+    const at::Tensor grad = at::randn({2, 8, 7, 6}, opt);
+    auto run = [&](const at::Device& device) {
+      const at::Tensor out =
+          deform_conv2d(x.to(device), weight.to(device), offset.to(device), mask.to(device),
+                        bias.to(device), 2, 2, 1, 1, 1, 1, 2, 3);
+      const auto g = deform_conv2d_backward(grad.to(device), x.to(device), weight.to(device),
+                                            offset.to(device), mask.to(device), 2, 2, 1, 1, 1, 1, 2,
+                                            3, {true, true, true, true, true});
+      return std::vector<at::Tensor>{out.cpu(),
+                                     std::get<0>(g).cpu(),
+                                     std::get<1>(g).cpu(),
+                                     std::get<2>(g).cpu(),
+                                     std::get<3>(g).cpu(),
+                                     std::get<4>(g).cpu()};
+    };
+    const std::vector<at::Tensor> cpu = run(at::kCPU), gpu = run(kCuda);
+    const char* names[] = {"output", "input", "weight", "offset", "mask", "bias"};
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      const double d = max_abs_diff(gpu[i], cpu[i]);
+      std::cout << "[ cuda ] deform_conv2d " << dtype << " " << names[i] << " max diff " << d
+                << "\n";
+      EXPECT_LE(d, tolerance(dtype) * 10) << names[i];  // cuBLAS's and the atomics' sums
+    }
+  }
+  const at::Tensor empty = at::zeros({0, 2, 5, 5}, kCuda);
+  EXPECT_EQ(deform_conv2d(empty, at::zeros({2, 2, 3, 3}, kCuda), at::zeros({0, 18, 5, 5}, kCuda),
+                          c10::nullopt, c10::nullopt, 1, 1, 1, 1, 1, 1, 1, 1)
+                .sizes(),
+            (std::vector<int64_t>{0, 2, 5, 5}));
 }
 
 TEST(CudaKernels, PastedMasksMatchTheCpu) {

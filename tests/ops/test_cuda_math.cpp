@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "detkit/ops/box_iou.h"
+#include "detkit/ops/checks.h"
+#include "detkit/ops/cuda/deform_conv_math.h"
 #include "detkit/ops/cuda/nms_math.h"
 #include "detkit/ops/cuda/paste_masks_math.h"
 #include "detkit/ops/cuda/roi_align_math.h"
+#include "detkit/ops/deform_conv.h"
 #include "detkit/ops/nms.h"
 #include "detkit/ops/paste_masks.h"
 #include "detkit/ops/roi_align.h"
@@ -214,6 +217,104 @@ TEST(CudaMath, PastedPixelsAreTheCpuKernels) {
     // The CPU kernel follows whichever rounding this libtorch's grid_sample uses.
     EXPECT_TRUE(fused_diff == 0 || plain_diff == 0);
     EXPECT_GT(cpu.sum().item<int64_t>(), 0);
+  }
+}
+
+// deform_conv2d as the CUDA kernels compute it, one thread's function at a time in their index
+// order: the columns element by element, then the same matrix products as the CPU kernel; the
+// input gradient added in (channel, tap, pixel) order (the CUDA kernel's atomics add in any
+// order); the offset and mask gradients per (offset group, tap, pixel).
+std::vector<at::Tensor> deform_by_math(const at::Tensor& x, const at::Tensor& weight,
+                                       const at::Tensor& offset, const at::Tensor& mask,
+                                       const at::Tensor& bias, const at::Tensor& grad,
+                                       int64_t stride, int64_t pad, int64_t dilation,
+                                       int64_t groups, int64_t offset_groups) {
+  const DeformConvShape s =
+      check_deform_conv2d("deform_by_math", x, weight, offset, mask, bias, stride, stride, pad, pad,
+                          dilation, dilation, groups, offset_groups);
+  const int64_t taps = s.taps(), P = s.positions(), group_out = s.out_channels / groups;
+  const at::Tensor w = weight.view({groups, group_out, s.rows_per_group()});
+  at::Tensor out = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
+  at::Tensor grad_input = at::zeros_like(x), grad_offset = at::zeros_like(offset);
+  at::Tensor grad_mask = at::zeros_like(mask), grad_weight = at::zeros_like(weight);
+  const at::Tensor gw = grad_weight.view({groups, group_out, s.rows_per_group()});
+  at::Tensor columns = at::empty({groups, s.rows_per_group(), P}, x.options());
+  float* col = columns.data_ptr<float>();
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const float* in = x[n].data_ptr<float>();
+    const float* m = mask[n].data_ptr<float>();
+    const float* off = offset[n].data_ptr<float>();
+    for (int64_t c = 0; c < s.channels; ++c)
+      for (int64_t k = 0; k < taps; ++k)
+        for (int64_t p = 0; p < P; ++p)
+          col[(c * taps + k) * P + p] = cuda_math::column_value(s, in, m, off, c, k, p);
+    const at::Tensor out_n = out[n].view({groups, group_out, P});
+    for (int64_t g = 0; g < groups; ++g) {
+      at::Tensor o = out_n[g];
+      at::mm_out(o, w[g], columns[g]);
+    }
+    const at::Tensor go = grad[n].view({groups, group_out, P});
+    for (int64_t g = 0; g < groups; ++g) gw[g].addmm_(go[g], columns[g].t());
+    for (int64_t g = 0; g < groups; ++g) {
+      at::Tensor c_g = columns[g];
+      at::mm_out(c_g, w[g].t(), go[g]);
+    }
+    float* gi = grad_input[n].data_ptr<float>();
+    for (int64_t c = 0; c < s.channels; ++c)
+      for (int64_t k = 0; k < taps; ++k)
+        for (int64_t p = 0; p < P; ++p) {
+          int64_t at[4];
+          float add[4];
+          cuda_math::input_gradient(s, col, m, off, c, k, p, at, add);
+          for (int q = 0; q < 4; ++q)
+            if (at[q] >= 0) gi[c * s.height * s.width + at[q]] += add[q];
+        }
+    float* go_off = grad_offset[n].data_ptr<float>();
+    float* go_mask = grad_mask[n].data_ptr<float>();
+    for (int64_t row = 0; row < offset_groups * taps; ++row)
+      for (int64_t p = 0; p < P; ++p)
+        cuda_math::coordinate_gradient(s, in, m, off, col, row, p, &go_off[2 * row * P + p],
+                                       &go_off[(2 * row + 1) * P + p], &go_mask[row * P + p]);
+  }
+  out.add_(bias.view({1, s.out_channels, 1, 1}));
+  return {out, grad_input, grad_weight, grad_offset, grad_mask};
+}
+
+TEST(CudaMath, DeformConvColumnsAndGradientsAreTheCpuKernels) {
+  torch::manual_seed(11);
+  struct Case {
+    int64_t channels, out_channels, size, kernel, stride, pad, dilation, groups, offset_groups;
+  };
+  for (const Case& c : {Case{4, 6, 9, 3, 1, 1, 1, 1, 1}, Case{6, 4, 11, 3, 2, 2, 2, 2, 3},
+                        Case{2, 2, 5, 1, 1, 0, 1, 1, 2}}) {
+    const int64_t out = (c.size + 2 * c.pad - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
+    const int64_t taps = c.kernel * c.kernel;
+    const at::Tensor x = at::randn({2, c.channels, c.size, c.size});
+    const at::Tensor weight =
+        at::randn({c.out_channels, c.channels / c.groups, c.kernel, c.kernel});
+    // Offsets up to a few pixels, some samples outside the map, some exactly on a corner.
+    at::Tensor offset = at::randn({2, 2 * c.offset_groups * taps, out, out}) * 3;
+    offset.view(-1).slice(0, 0, 7).fill_(-1.0);
+    const at::Tensor mask = at::rand({2, c.offset_groups * taps, out, out});
+    const at::Tensor bias = at::randn({c.out_channels});
+    const at::Tensor grad = at::randn({2, c.out_channels, out, out});
+    const at::Tensor cpu = deform_conv2d(x, weight, offset, mask, bias, c.stride, c.stride, c.pad,
+                                         c.pad, c.dilation, c.dilation, c.groups, c.offset_groups);
+    const auto [gi, gw, goff, gm, gb] = deform_conv2d_backward(
+        grad, x, weight, offset, mask, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
+        c.groups, c.offset_groups, {true, true, true, true, true});
+    const std::vector<at::Tensor> math =
+        deform_by_math(x, weight, offset, mask, bias, grad, c.stride, c.pad, c.dilation, c.groups,
+                       c.offset_groups);
+    const std::vector<at::Tensor> expected = {cpu, gi, gw, goff, gm};
+    const char* names[] = {"output", "input grad", "weight grad", "offset grad", "mask grad"};
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const double diff = (math[i] - expected[i]).abs().max().item<double>();
+      std::cout << "[ cuda math ] deform_conv2d groups " << c.groups << ", offset groups "
+                << c.offset_groups << ", stride " << c.stride << ": " << names[i] << " max diff "
+                << diff << "\n";
+      EXPECT_EQ(diff, 0.0) << names[i];
+    }
   }
 }
 
