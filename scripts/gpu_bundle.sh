@@ -4,7 +4,7 @@
 # detkit builds on here), nvcc, cmake and ninja, but none of Debian's development packages and no
 # network, so the check runs binaries built here (./scripts/setup.sh first) against that torch:
 #   gpu_bundle/detkit.tar.xz   bin/: detkit and the test binaries the check runs (test_ops,
-#                              test_modeling, test_distributed, test_solver); lib/: detkit's libraries and every shared library
+#                              test_modeling, test_distributed, test_solver, test_utils); lib/: detkit's libraries and every shared library
 #                              they load that is neither torch's (torch/lib, nvidia/*) nor the C
 #                              library's (yaml-cpp, fmt, spdlog, OpenCV core and imgproc, libpng,
 #                              TurboJPEG, libstdc++, ...), stripped of debug symbols
@@ -28,7 +28,8 @@ fixtures=(detectron2 detectron2_retinanet detectron2_c4 detectron2_rpn detectron
 stage=$build/gpu_bundle_stage
 
 binaries=("$build/tools/detkit" "$build/tests/ops/test_ops" "$build/tests/modeling/test_modeling"
-          "$build/tests/distributed/test_distributed" "$build/tests/solver/test_solver")
+          "$build/tests/distributed/test_distributed" "$build/tests/solver/test_solver"
+          "$build/tests/utils/test_utils")
 for b in "${binaries[@]}"; do
   [[ -x $b ]] || { echo "gpu_bundle: $b is missing: build first (./scripts/setup.sh)" >&2; exit 1; }
 done

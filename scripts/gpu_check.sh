@@ -15,7 +15,8 @@
 #                batched NMS, box IoU, mask pasting, deform_conv2d and autocast, CUDA against the
 #                CPU kernels; and
 #                test_distributed's NcclBackend suite: one rank over NCCL on loopback; test_solver's
-#                SgdMultiTensor: SGD's update of CUDA parameters in one kernel against the CPU's
+#                SgdMultiTensor: SGD's update of CUDA parameters in one kernel against the CPU's;
+#                test_utils's GpuStepClock: the GPU's idle share of a step
 #   3 parity     test_modeling's Detectron2 parity suites with DETKIT_TEST_DEVICE=cuda: every
 #                fixture shared.tar.xz carries, the model on the GPU, the CPU tolerances
 #   4 demo AMP   200 iterations of the README's demo (configs/quick/mask_rcnn_R_18_FPN_shapes.yaml)
@@ -80,8 +81,9 @@ else
   row "cuda ops" FAIL "$(gtest_summary "$out/cuda_ops.txt")"
 fi
 grep '^\[ cuda \]' "$out/cuda_ops.txt" | head -20
-if timeout 30 "$bundle/bin/test_distributed" --gtest_filter='NcclBackend.*' > "$out/nccl.txt" 2>&1 &&
-   timeout 10 "$bundle/bin/test_solver" --gtest_filter='SgdMultiTensor.*' >> "$out/nccl.txt" 2>&1; then
+if timeout 20 "$bundle/bin/test_distributed" --gtest_filter='NcclBackend.*' > "$out/nccl.txt" 2>&1 &&
+   timeout 10 "$bundle/bin/test_solver" --gtest_filter='SgdMultiTensor.*' >> "$out/nccl.txt" 2>&1 &&
+   timeout 10 "$bundle/bin/test_utils" --gtest_filter='GpuStepClock.*' >> "$out/nccl.txt" 2>&1; then
   row "nccl, sgd" pass "$(gtest_summary "$out/nccl.txt")"
 else
   row "nccl, sgd" FAIL "$(gtest_summary "$out/nccl.txt")"

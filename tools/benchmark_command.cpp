@@ -37,6 +37,7 @@ nlohmann::json to_json(const engine::BenchmarkResult& r, const config::CfgNode& 
                       {"iter_seconds", r.iter_seconds},
                       {"data_seconds", r.data_seconds}};
   if (r.peak_gpu_mb > 0) j["peak_gpu_mb"] = r.peak_gpu_mb;  // compare_torchvision's GPU column
+  if (r.gpu_idle_share >= 0) j["gpu_idle_share"] = r.gpu_idle_share;
   if (r.task == "train") {
     j["train_gflops_per_iter"] = r.train_gflops_per_iter;
     j["achieved_gflops"] = r.achieved_gflops;
@@ -62,6 +63,9 @@ void print_table(const engine::BenchmarkResult& r, const config::CfgNode& cfg) {
       at::get_num_threads(), cfg.get_int("DATALOADER.NUM_WORKERS"), r.images_per_second,
       r.seconds_per_iter, r.data_seconds_per_iter, r.peak_rss_mb);
   if (r.peak_gpu_mb > 0) std::cout << fmt::format("  peak GPU (MiB)  {:10.1f}\n", r.peak_gpu_mb);
+  if (r.gpu_idle_share >= 0)
+    std::cout << fmt::format("  GPU idle        {:9.1f}%  (waiting for the host between steps)\n",
+                             100 * r.gpu_idle_share);
   if (r.task == "train")
     std::cout << fmt::format(
         "  GFLOP/iter      {:10.1f}  (conv + linear, forward x 3, 2 flops per multiply-add)\n"

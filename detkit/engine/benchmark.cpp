@@ -53,6 +53,12 @@ BenchmarkResult summarize(BenchmarkResult r) {
   r.images_per_second = r.seconds_per_iter > 0 ? r.images_per_iter / r.seconds_per_iter : 0;
   r.peak_rss_mb = peak_rss_mb();
   r.peak_gpu_mb = peak_gpu_memory_mb();
+  double idle = 0;
+  int64_t known = 0;
+  for (int64_t i = b; i < e && i < static_cast<int64_t>(r.gpu_idle_shares.size()); ++i)
+    if (r.gpu_idle_shares[static_cast<size_t>(i)] >= 0)
+      idle += r.gpu_idle_shares[static_cast<size_t>(i)], ++known;
+  r.gpu_idle_share = known > 0 ? idle / static_cast<double>(known) : -1;
   return r;
 }
 
@@ -124,6 +130,7 @@ class StepTimer : public HookBase {
     const distributed::ReductionTiming comm = trainer.last_gradient_reduction();
     result_.comm_seconds.push_back(comm.communication);
     result_.comm_wait_seconds.push_back(comm.waiting);
+    result_.gpu_idle_shares.push_back(trainer.gpu_idle_share());  // the GPU is done: known
     log_iteration(result_);
     profiler_.before_iteration(static_cast<int64_t>(result_.iter_seconds.size()));
     last_ = Clock::now();  // the profiler's start and stop are not the step's time

@@ -57,6 +57,11 @@ struct BenchmarkResult {
   std::vector<double> comm_seconds, comm_wait_seconds;
   double comm_seconds_per_iter = 0, comm_wait_seconds_per_iter = 0;
   double gradient_mb = 0;  // train: bytes of the trainable parameters' gradients, in MB (1e6)
+  // train on a GPU, every iteration: the share of the step the GPU waited for the host before
+  // the step's work began (Trainer::gpu_idle_share; -1 where unknown), and its window mean (-1
+  // on the CPU). The benchmark waits for the GPU after every step, which this includes.
+  std::vector<double> gpu_idle_shares;
+  double gpu_idle_share = -1;
 };
 
 /// The real training step (loader, forward with losses, backward, SGD) of build_model(cfg) on

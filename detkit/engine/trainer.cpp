@@ -57,7 +57,11 @@ Error stopped_at(int64_t iter, const std::string& what) {
 
 Trainer::Trainer(std::shared_ptr<modeling::MetaArch> model, solver::Optimizer& optimizer,
                  BatchSource data, uint64_t seed)
-    : model_(std::move(model)), optimizer_(optimizer), data_(std::move(data)), seed_(seed) {}
+    : model_(std::move(model)),
+      optimizer_(optimizer),
+      data_(std::move(data)),
+      seed_(seed),
+      gpu_clock_(model_->device().is_cuda()) {}
 
 void Trainer::train(int64_t start_iter, int64_t max_iter) {
   start_iter_ = iter_ = start_iter;
@@ -132,10 +136,12 @@ std::string Trainer::divergence_report(const std::string& error) {
 
 void Trainer::run_step() {
   batch_ = fetch_batch();
+  gpu_clock_.step_begins();
   const at::Tensor total = sum_losses(forward(batch_));
   backward(total);
   synchronize_gradients();
   optimizer_step();
+  gpu_clock_.step_ends();
   batch_.clear();
 }
 

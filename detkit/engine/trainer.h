@@ -28,6 +28,7 @@
 #include "detkit/engine/event_storage.h"
 #include "detkit/modeling/meta_arch/meta_arch.h"
 #include "detkit/solver/optimizer.h"
+#include "detkit/utils/gpu.h"
 
 namespace detkit::engine {
 
@@ -71,6 +72,9 @@ class Trainer {
   int64_t start_iter() const { return start_iter_; }
   int64_t max_iter() const { return max_iter_; }
   EventStorage& storage() { return storage_; }
+  /// On a GPU, the share of the previous step the GPU sat idle waiting for the host before its
+  /// work began (GpuStepClock), once the GPU has finished it; -1 on the CPU or before that.
+  double gpu_idle_share() { return gpu_clock_.idle_share(); }
   modeling::MetaArch& model() { return *model_; }
   const std::shared_ptr<modeling::MetaArch>& model_ptr() const { return model_; }
   solver::Optimizer& optimizer() { return optimizer_; }
@@ -123,6 +127,7 @@ class Trainer {
   bool stop_requested_ = false;
   bool pad_to_global_batch_ = false;
   double data_time_ = 0;                  // this rank's wait for the current batch
+  GpuStepClock gpu_clock_;                // where each step's GPU work begins and ends
   std::vector<std::string> batch_files_;  // the current batch's images, for step_context()
   std::vector<structures::ModelInput> batch_;  // the batch of the step running, for the report
   /// "; lr 0.02; this rank's images: a.jpg, b.jpg": what an error inside a step adds.

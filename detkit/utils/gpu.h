@@ -2,9 +2,31 @@
 // What timing and memory figures need from the current GPU, without CUDA headers in the caller:
 // waiting for its queued work, and the peak of memory its tensors held. Each is a no-op (or 0)
 // in a process that sees no GPU or a detkit built without its CUDA kernels.
+#include <memory>
 #include <string>
 
 namespace detkit {
+
+/// How long the current GPU waits for the host between training steps, on the GPU's own clock:
+/// events mark where each step's GPU work begins (once its batch is ready) and ends (after the
+/// optimizer). A step's idle time is the gap from the previous step's end to its beginning: the
+/// GPU had finished and nothing new was queued (the data, hooks, logging); waits inside a step
+/// (a host synchronisation) are not counted. Inactive (every call a no-op, idle_share() -1)
+/// unless made for a CUDA device.
+class GpuStepClock {
+ public:
+  explicit GpuStepClock(bool on_gpu);
+  ~GpuStepClock();
+  void step_begins();
+  void step_ends();
+  /// The previous step's idle share, gap / (gap + its work's span), once the GPU has finished
+  /// it (read without waiting); -1 until then or when inactive.
+  double idle_share();
+
+ private:
+  struct Events;
+  std::unique_ptr<Events> events_;
+};
 
 /// Blocks until the current CUDA device has finished its queued work (a clock read after it
 /// times the work, not its launch).
