@@ -83,9 +83,9 @@ class GroupPending : public PendingCollective {
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
-  bool on_gpu_;
   Topology topology_;
   Rendezvous rendezvous_;
+  bool on_gpu_;
 };
 }  // namespace
 
