@@ -225,4 +225,13 @@ DeformConvShape check_deform_conv2d(const char* op, const at::Tensor& input,
   return s;
 }
 
+void check_deform_conv2d_grad(const char* op, const at::Tensor& grad, const at::Tensor& input,
+                              const DeformConvShape& s) {
+  TORCH_CHECK(grad.sizes() == at::IntArrayRef({s.batch, s.out_channels, s.out_h, s.out_w}), op,
+              ": grad has sizes ", grad.sizes(), ", expected the output's [", s.batch, ", ",
+              s.out_channels, ", ", s.out_h, ", ", s.out_w, "]");
+  TORCH_CHECK(grad.scalar_type() == input.scalar_type(), op, ": grad has dtype ",
+              grad.scalar_type(), ", expected input's ", input.scalar_type());
+}
+
 }  // namespace detkit::ops

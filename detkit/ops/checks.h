@@ -67,4 +67,8 @@ DeformConvShape check_deform_conv2d(const char* op, const at::Tensor& input,
                                     int64_t dilation_h, int64_t dilation_w, int64_t groups,
                                     int64_t offset_groups);
 
+/// deform_conv2d's backward: grad shaped as the output (N, O, out_h, out_w), of input's dtype.
+void check_deform_conv2d_grad(const char* op, const at::Tensor& grad, const at::Tensor& input,
+                              const DeformConvShape& s);
+
 }  // namespace detkit::ops

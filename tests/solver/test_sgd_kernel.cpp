@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "detkit/solver/sgd.h"
+#include "tests/solver/sgd_reference.h"
 
 namespace detkit::solver {
 namespace {
@@ -13,20 +14,7 @@ struct Hyper {
   bool nesterov = false;
 };
 
-// torch.optim.SGD's _single_tensor_sgd, op by op.
-void reference_step(at::Tensor& p, const at::Tensor& grad, at::Tensor& buf, const Hyper& h) {
-  at::Tensor d_p = grad;
-  if (h.weight_decay != 0) d_p = d_p.add(p, h.weight_decay);
-  if (h.momentum != 0) {
-    if (!buf.defined()) {
-      buf = d_p.clone();
-    } else {
-      buf.mul_(h.momentum).add_(d_p, 1 - h.dampening);
-    }
-    d_p = h.nesterov ? d_p.add(buf, h.momentum) : buf;
-  }
-  p.add_(d_p, -h.lr);
-}
+using testing::sgd_reference_step;
 
 // Three steps of SGD and of the reference from the same start; returns the largest difference
 // seen in the parameter or the momentum buffer.
@@ -45,7 +33,7 @@ double max_difference(int64_t n, const Hyper& h) {
     at::Tensor grad = torch::randn({n});
     p.mutable_grad() = grad.clone();
     sgd.step();
-    reference_step(expected, grad, expected_buf, h);
+    sgd_reference_step(expected, grad, expected_buf, h);
     worst = std::max(worst, (p.detach() - expected).abs().max().item<double>());
     if (h.momentum != 0) {
       const at::Tensor& buf = sgd.param_groups()[0].momentum_buffers[0];

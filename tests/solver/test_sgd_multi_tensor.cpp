@@ -8,25 +8,12 @@
 #include "detkit/solver/sgd.h"
 #include "detkit/solver/sgd_multi_tensor.h"
 #include "detkit/utils/cuda_build.h"
+#include "tests/solver/sgd_reference.h"
 
 namespace detkit::solver {
 namespace {
 
-// torch.optim.SGD's _single_tensor_sgd, op by op.
-void reference_step(at::Tensor& p, const at::Tensor& grad, at::Tensor& buf,
-                    const MultiTensorSgd& h) {
-  at::Tensor d_p = grad;
-  if (h.weight_decay != 0) d_p = d_p.add(p, h.weight_decay);
-  if (h.momentum != 0) {
-    if (!buf.defined()) {
-      buf = d_p.clone();
-    } else {
-      buf.mul_(h.momentum).add_(d_p, 1 - h.dampening);
-    }
-    d_p = h.nesterov ? d_p.add(buf, h.momentum) : buf;
-  }
-  p.add_(d_p, -h.lr);
-}
+using testing::sgd_reference_step;
 
 TEST(SgdMultiTensor, TheKernelIsSgdsArithmetic) {
   const std::vector<std::pair<std::string, MultiTensorSgd>> cases = {
@@ -49,7 +36,7 @@ TEST(SgdMultiTensor, TheKernelIsSgdsArithmetic) {
       for (const at::Tensor& p : params) grads.push_back(torch::randn(p.sizes()));
       multi_tensor_sgd(params, grads, buffers, h, step == 0);
       for (size_t i = 0; i < params.size(); ++i) {
-        reference_step(expected[i], grads[i], expected_buffers[i], h);
+        sgd_reference_step(expected[i], grads[i], expected_buffers[i], h);
         worst = std::max(worst, (params[i] - expected[i]).abs().max().item<double>());
         if (h.momentum != 0)
           worst = std::max(worst, (buffers[i] - expected_buffers[i]).abs().max().item<double>());

@@ -200,11 +200,7 @@ deform_conv2d_backward_kernel(const at::Tensor& grad, const at::Tensor& input,
   const DeformConvShape s =
       check_deform_conv2d(op, input, weight, offset, mask, c10::nullopt, stride_h, stride_w, pad_h,
                           pad_w, dilation_h, dilation_w, groups, offset_groups);
-  TORCH_CHECK(grad.sizes() == at::IntArrayRef({s.batch, s.out_channels, s.out_h, s.out_w}), op,
-              ": grad has sizes ", grad.sizes(), ", expected the output's [", s.batch, ", ",
-              s.out_channels, ", ", s.out_h, ", ", s.out_w, "]");
-  TORCH_CHECK(grad.scalar_type() == input.scalar_type(), op, ": grad has dtype ",
-              grad.scalar_type(), ", expected input's ", input.scalar_type());
+  check_deform_conv2d_grad(op, grad, input, s);
   auto zeros_if = [](bool wanted, const at::Tensor& like) {
     return wanted ? at::zeros(like.sizes(), like.options()) : at::Tensor();
   };

@@ -121,11 +121,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> deform_co
   const DeformConvShape s =
       check_deform_conv2d(op, input, weight, offset, mask, c10::nullopt, stride_h, stride_w, pad_h,
                           pad_w, dilation_h, dilation_w, groups, offset_groups);
-  TORCH_CHECK(grad.sizes() == at::IntArrayRef({s.batch, s.out_channels, s.out_h, s.out_w}), op,
-              ": grad has sizes ", grad.sizes(), ", expected the output's [", s.batch, ", ",
-              s.out_channels, ", ", s.out_h, ", ", s.out_w, "]");
-  TORCH_CHECK(grad.scalar_type() == input.scalar_type(), op, ": grad has dtype ",
-              grad.scalar_type(), ", expected input's ", input.scalar_type());
+  check_deform_conv2d_grad(op, grad, input, s);
   const c10::cuda::CUDAGuard guard(input.device());
   auto zeros_if = [](bool wanted, const at::Tensor& like) {
     return wanted ? at::zeros(like.sizes(), like.options()) : at::Tensor();
