@@ -157,6 +157,8 @@ def peer_command(args, task, model, iters, window):
         command += ["--num-classes", "1", "--num-keypoints", "3"]
     if args.device == "cuda":
         command += ["--device", "cuda"]
+    if args.peers_flush_denormal:
+        command += ["--flush-denormal"]
     return command
 
 
@@ -170,6 +172,8 @@ def detectron2_command(args, task, model, iters, window):
             "--min-size", str(args.min_size), "--max-size", str(args.max_size)]
     if args.device == "cuda":
         peer += ["--device", "cuda"]
+    if args.peers_flush_denormal:
+        peer += ["--flush-denormal"]
     quoted = " ".join(f"'{part}'" for part in peer)
     return ["bash", "-c", f"source '{args.detectron2_env}' && OMP_NUM_THREADS={args.threads} "
                           f"exec {quoted}"]
@@ -226,6 +230,9 @@ def main():
     parser.add_argument("--warmup-iters", type=int, default=0,
                         help="training on both sides: Detectron2's linear warm-up over these "
                              "iterations (what a long window from random weights needs)")
+    parser.add_argument("--peers-flush-denormal", action="store_true",
+                        help="torchvision and Detectron2 flush subnormal floats to zero, as detkit "
+                             "does by default (FLUSH_DENORMAL); PyTorch's default keeps them")
     parser.add_argument("--detectron2-env",
                         help="a shell script that puts Detectron2's source tree on PYTHONPATH for "
                              "Debian's python3: adds Detectron2 itself as a third side (train and "
@@ -299,7 +306,9 @@ def print_table(args, plan, results):
           f"2 images per training batch, {args.image_size} images (shorter side {args.min_size}, "
           f"longer <= {args.max_size})"
           + (f", GPU {args.gpu_name}" if gpu else "")
-          + (f", {precision} autocast on both sides (detkit {args.amp})" if args.amp else ""))
+          + (f", {precision} autocast on both sides (detkit {args.amp})" if args.amp else "")
+          + (", subnormals flushed on every side" if args.peers_flush_denormal else
+             ", subnormals flushed by detkit only (each side's default)"))
     header = (f"{'task':<6} {'model':<7} {'detkit img/s':>12} {'tv img/s':>9} {'ratio':>6} "
               f"{'target':>7}  {'detkit s/it':>11} {'tv s/it':>8} {'data s/it d|tv':>15} "
               f"{'RSS MB d|tv':>12} "

@@ -147,10 +147,15 @@ def main():
     parser.add_argument("--max-size", type=int, required=True)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cfg.MODEL.DEVICE; cuda: synchronised timing, peak_gpu_mb in the JSON")
+    parser.add_argument("--flush-denormal", action="store_true",
+                        help="torch.set_flush_denormal(True) first (detkit's FLUSH_DENORMAL default; "
+                             "PyTorch's is off)")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device visible")
     args.peak_gpu_mb = 0.0
+    if args.flush_denormal and not torch.set_flush_denormal(True):
+        sys.exit("--flush-denormal: this CPU has no flush-to-zero mode")
     torch.set_num_threads(args.threads)
     cfg = setup(args)
     from detectron2.utils.events import EventStorage

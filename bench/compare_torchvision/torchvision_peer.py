@@ -401,6 +401,9 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cuda: the model and the batches on the GPU, synchronised timing, "
                              "peak_gpu_mb in the JSON")
+    parser.add_argument("--flush-denormal", action="store_true",
+                        help="torch.set_flush_denormal(True) first (detkit's FLUSH_DENORMAL default; "
+                             "PyTorch's is off)")
     args = parser.parse_args()
     if cuda(args) and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device visible")
@@ -408,6 +411,8 @@ def main():
     begin, end = window(args)
     if not 0 <= begin < end <= args.iters:
         sys.exit(f"--window {args.window} must satisfy 0 <= A < B <= --iters {args.iters}")
+    if args.flush_denormal and not torch.set_flush_denormal(True):
+        sys.exit("--flush-denormal: this CPU has no flush-to-zero mode")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     times, data_times = [], []

@@ -273,7 +273,9 @@ void define_misc(CfgNode& c) {
   // upsampling, as matrix products; libtorch's kernels otherwise) | direct (libtorch's always)
   c.define("CONV_ALGORITHM", "auto");
   c.define("FLOAT32_PRECISION", "");
-  c.define("FLUSH_DENORMAL", false);  // detkit's own: flush subnormal floats to zero (x86 FTZ/DAZ)
+  // detkit's own: flush subnormal floats to zero (x86 FTZ/DAZ); on by default, as TensorFlow's CPU
+  // kernels run: Detectron2's recipes underflow there and Intel CPUs compute subnormals slowly
+  c.define("FLUSH_DENORMAL", true);
   c.define("VIS_PERIOD", 0);
   c.define("GLOBAL.HACK", 1.0);
   c.define("VERSION", 2);

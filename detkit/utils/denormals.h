@@ -1,9 +1,10 @@
 #pragma once
-// FLUSH_DENORMAL (detkit's key, off by default as PyTorch's torch.set_flush_denormal): x86's
-// flush-to-zero and denormals-are-zero modes. Subnormal floats (below 1.2e-38) take a slow path
-// in the CPU's arithmetic: a training step whose activations or gradients underflow there ran
-// 3x longer (docs/BENCHMARKS.md). The modes are per thread (MXCSR), so they are set on every
-// thread detkit computes on.
+// FLUSH_DENORMAL (detkit's key, on by default; PyTorch's torch.set_flush_denormal is off by
+// default): x86's flush-to-zero and denormals-are-zero modes. Subnormal floats (below 1.2e-38)
+// take a slow path in Intel CPUs' arithmetic: Detectron2's Mask R-CNN recipe from random weights
+// underflows in its box head's gradients, and its training step at 1333x800 ran 1.8x longer
+// (docs/BENCHMARKS.md). The modes are per thread (MXCSR), so they are set on every thread detkit
+// computes on.
 namespace detkit {
 
 /// Sets (or clears) both modes on the calling thread and on each thread of its OpenMP team (the

@@ -1,6 +1,7 @@
 // Bad images: each is an error naming the file and the image id.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -280,6 +281,65 @@ TEST(MapperErrors, AnImageOpenCvRefusesIsANamedError) {
     std::cout << "[ negative ] " << e.what() << "\n";
     EXPECT_EQ(std::string(e.what()).rfind(negative + ": not a readable image", 0), 0u) << e.what();
   }
+}
+
+// The formats OpenCV decodes only from a file (Sun raster, PFM, Radiance HDR, OpenEXR): OpenCV's
+// imdecode writes their bytes to OPENCV_TEMP_PATH (else /tmp) and left the file there when it
+// threw after the header; detkit gives them a file of its own in TMPDIR, removed on every path.
+// Images over OpenCV's largest side (2097152 x 1) make it throw; nothing is left in either folder,
+// and the formats still decode.
+TEST(MapperErrors, FormatsOpenCvReadsFromAFileLeaveNoFileBehind) {
+  testing::TempDir dir("mapper_opencv_files");
+  const std::string opencv_temp = dir.path("opencv_temp"), tmpdir = dir.path("tmpdir");
+  std::filesystem::create_directories(opencv_temp);
+  std::filesystem::create_directories(tmpdir);
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = old_tmpdir ? old_tmpdir : "";
+  ::setenv("OPENCV_TEMP_PATH", opencv_temp.c_str(), 1);
+  ::setenv("TMPDIR", tmpdir.c_str(), 1);
+  auto files_left = [&]() {
+    size_t n = 0;
+    for (const auto& folder : {opencv_temp, tmpdir})
+      n += std::distance(std::filesystem::directory_iterator(folder),
+                         std::filesystem::directory_iterator());
+    return n;
+  };
+  const std::string data(64, 'x');
+  const std::pair<std::string, std::string> wide[] = {
+      {"wide.pfm", "PF\n2097152 1\n-1.0\n" + data},
+      {"wide.ras", std::string("\x59\xa6\x6a\x95\0\x20\0\0\0\0\0\x01", 12) +
+                       std::string("\0\0\0\x18\0\0\0\0\0\0\0\x01", 12) + std::string(8, '\0') +
+                       data},
+      {"wide.hdr", "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 2097152\n" + data}};
+  for (const auto& [name, bytes] : wide) {
+    const std::string path = dir.write("images/" + name, bytes);
+    try {
+      read_image(path, "BGR");
+      ADD_FAILURE() << name << " was decoded";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": not a readable image (OpenCV: ", 0), 0u)
+          << e.what();
+    }
+    EXPECT_EQ(files_left(), 0u) << name;
+  }
+  cv::Mat color_float;
+  testing::gradient_image(30, 50).convertTo(color_float, CV_32FC3, 1.0 / 255);
+  for (const std::string ext : {".ras", ".pfm", ".hdr", ".exr"}) {
+    std::vector<unsigned char> bytes;
+    ASSERT_TRUE(
+        cv::imencode(ext, ext == ".ras" ? testing::gradient_image(30, 50) : color_float, bytes))
+        << ext;
+    const std::string path =
+        dir.write("images/good" + ext, std::string(bytes.begin(), bytes.end()));
+    const cv::Mat image = read_image(path, "BGR");
+    EXPECT_EQ(cv::norm(image, cv::imdecode(bytes, cv::IMREAD_COLOR), cv::NORM_INF), 0.0) << ext;
+    EXPECT_EQ(files_left(), 0u) << ext;
+  }
+  ::unsetenv("OPENCV_TEMP_PATH");
+  if (old_tmpdir)
+    ::setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
 }
 
 TEST(MapperErrors, DecodedSizeDiffersFromJson) {

@@ -17,7 +17,9 @@ std::string opencv_imgcodecs_library();
 
 /// cv::imdecode(bytes, flags) (flags as cv::ImreadModes): an empty matrix when OpenCV cannot
 /// decode the data, OpenCV's cv::Exception as it throws them. A detkit::Error naming `what` and
-/// the library when imgcodecs cannot be loaded.
+/// the library when imgcodecs cannot be loaded. Formats OpenCV decodes only from a file (Sun
+/// raster, PFM, OpenEXR, Radiance HDR) go through cv::imread of a temporary file of detkit's in
+/// TMPDIR, removed whatever happens (imdecode's own file stayed in /tmp when the decoder threw).
 cv::Mat opencv_imdecode(const std::vector<unsigned char>& bytes, int flags,
                         const std::string& what);
 

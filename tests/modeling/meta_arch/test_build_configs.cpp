@@ -104,10 +104,13 @@ TEST(BuildConfigs, StateDictOrderAndShapesMatchDetectron2) {
 }
 
 TEST(BuildConfigs, FlushDenormalFollowsTheKeyOfTheModelBuilt) {
-  build_model(testing::small_config({"FLUSH_DENORMAL", "True"}));
+  build_model(testing::small_config({"FLUSH_DENORMAL", "False"}));  // PyTorch's default
+  EXPECT_FALSE(flush_denormal());
+  EXPECT_FALSE(this_thread_flushes_denormals());
+  build_model(testing::small_config());  // detkit's default: on
   EXPECT_TRUE(flush_denormal());
   EXPECT_TRUE(this_thread_flushes_denormals());
-  build_model(testing::small_config());  // the default: off, as PyTorch's
+  build_model(testing::small_config({"FLUSH_DENORMAL", "False"}));
   EXPECT_FALSE(flush_denormal());
   EXPECT_FALSE(this_thread_flushes_denormals());
 }
