@@ -7,26 +7,12 @@
 
 #include "detkit/checkpoint/model_zoo.h"
 #include "detkit/utils/error.h"
+#include "tests/support/scoped_env.h"
 
 namespace detkit::checkpoint {
 namespace {
 
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    value ? ::setenv(name, value, 1) : ::unsetenv(name);
-  }
-  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using testing::ScopedEnv;
 
 TEST(ModelZoo, Detectron2UrlsResolveToDetectron2sCache) {
   ScopedEnv cache("FVCORE_CACHE", "/data/cache");

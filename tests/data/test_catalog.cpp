@@ -10,34 +10,13 @@
 #include "detkit/data/catalog.h"
 #include "detkit/utils/error.h"
 #include "tests/data/coco_test_files.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/temp_dir.h"
 
 namespace detkit::data {
 namespace {
 
-// Sets an environment variable for the scope, restoring the previous value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (previous_) {
-      ::setenv(name_, previous_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
+using testing::ScopedEnv;
 
 // The message of the Error `f` throws.
 template <typename F>

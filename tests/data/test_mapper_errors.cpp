@@ -12,6 +12,7 @@
 #include "detkit/data/image/image_io.h"
 #include "detkit/utils/error.h"
 #include "tests/data/mapper_test_files.h"
+#include "tests/support/scoped_env.h"
 
 namespace detkit::data {
 namespace {
@@ -293,10 +294,8 @@ TEST(MapperErrors, FormatsOpenCvReadsFromAFileLeaveNoFileBehind) {
   const std::string opencv_temp = dir.path("opencv_temp"), tmpdir = dir.path("tmpdir");
   std::filesystem::create_directories(opencv_temp);
   std::filesystem::create_directories(tmpdir);
-  const char* old_tmpdir = std::getenv("TMPDIR");
-  const std::string saved_tmpdir = old_tmpdir ? old_tmpdir : "";
-  ::setenv("OPENCV_TEMP_PATH", opencv_temp.c_str(), 1);
-  ::setenv("TMPDIR", tmpdir.c_str(), 1);
+  const testing::ScopedEnv opencv_temp_path("OPENCV_TEMP_PATH", opencv_temp);
+  const testing::ScopedEnv tmpdir_env("TMPDIR", tmpdir);
   auto files_left = [&]() {
     size_t n = 0;
     for (const auto& folder : {opencv_temp, tmpdir})
@@ -335,11 +334,6 @@ TEST(MapperErrors, FormatsOpenCvReadsFromAFileLeaveNoFileBehind) {
     EXPECT_EQ(cv::norm(image, cv::imdecode(bytes, cv::IMREAD_COLOR), cv::NORM_INF), 0.0) << ext;
     EXPECT_EQ(files_left(), 0u) << ext;
   }
-  ::unsetenv("OPENCV_TEMP_PATH");
-  if (old_tmpdir)
-    ::setenv("TMPDIR", saved_tmpdir.c_str(), 1);
-  else
-    ::unsetenv("TMPDIR");
 }
 
 TEST(MapperErrors, DecodedSizeDiffersFromJson) {
